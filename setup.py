@@ -1,0 +1,63 @@
+"""pearl_verl: PEARL Socratic-tutor RL as a verl plugin."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERL = "verl==0.9.1"
+
+install_requires = [
+    VERL,
+    # verl's base install misses these, yet its agent loop (fastapi, uvicorn, cachetools),
+    # rollout plumbing (pyzmq, msgspec), models (einops) and V1 trainer (TransferQueue) import them.
+    "cachetools",
+    "fastapi",
+    "uvicorn",
+    "pyzmq",
+    "msgspec",
+    "einops",
+    "TransferQueue>=0.1.10",
+    # Unpinned: a CPU machine installs torch==2.13.0 in the same pip command (see README); a GPU
+    # cluster keeps the CUDA build that its vLLM needs.
+    "torch>=2.6",
+    "transformers>=5.5.3,<5.11",
+    "numpy>=2.0",
+    "hydra-core>=1.3",
+    "omegaconf>=2.3",
+    "networkx>=3.0",
+    "openai>=1.40",
+    "math-verify>=0.7",
+    "tqdm",
+]
+
+extras_require = {
+    "test": ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100"],
+    # Cluster parts, through verl's own extras so versions stay what verl tested; install them on
+    # GPU machines following verl's GPU instructions (they pull CUDA builds of torch).
+    "vllm": ["verl[vllm]==0.9.1"],
+    "megatron": ["verl[mcore]==0.9.1", "megatron-core"],
+}
+
+setup(
+    name="pearl_verl",
+    version="0.1.0",
+    description="PEARL: pedagogically aligned reinforcement learning for Socratic math tutors, as a verl plugin",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["pearl_verl", "pearl_verl.*"]),
+    package_data={"pearl_verl.resources": ["*.jsonl", "*.json", "*.yaml"]},
+    include_package_data=True,
+    install_requires=install_requires,
+    extras_require=extras_require,
+    entry_points={
+        "console_scripts": ["pearl-verl = pearl_verl.cli:main_exit"],
+        "verl.plugins": ["pearl = pearl_verl.verl_plugin.register"],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
