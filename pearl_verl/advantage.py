@@ -1,0 +1,390 @@
+"""PEARL's multi-objective advantage: discretize -> turn decay -> per-dimension group z-score -> mean.
+
+Pure torch, no verl import. For group G (same uid), dimension k, trajectory i (paper §3.3.2):
+
+    b_ik  = min(floor(s_ik / 0.2), 4)                      reward bin
+    r'_ik = 0.1 + 0.2 b_ik,   l_ik = 0.2 b_ik               dis(.) and the bin's lower boundary
+    r~_ik = l_ik + (r'_ik - l_ik) * gamma^max(N_i - N_min, 0)  turn-count penalty; N_min over
+                                                            completed, valid members of G
+    A_ik  = (r~_ik - mean_G r~_k) / (std_G r~_k + eps)      unbiased std, valid members only
+    A_i   = sum_k w_ik A_ik                                  w_ik = 1/K by default
+
+Invalid samples (judge failed) get A_i = 0 and take no part in any group statistic; a group with
+fewer than two valid members gives 0 to all of them (there is nothing to compare against).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from pearl_verl.dims import DIMENSIONS
+
+AGGREGATIONS = ("advantage", "reward")
+NUM_BINS = 5
+BIN_WIDTH = 1.0 / NUM_BINS
+# Scores this close below a bin edge count as on the edge, so a criterion mean such as 3/5 that
+# floating point renders as 0.59999999 still lands in the bin whose floor is 0.6.
+_EDGE_TOLERANCE = 1e-6
+_WEIGHT_SUM_TOLERANCE = 1e-4
+
+
+@dataclass(frozen=True)
+class AdvantageConfig:
+    """Settings of the PEARL estimator (root config section ``pearl.advantage``).
+
+    Attributes:
+        gamma: turn-count decay factor in (0, 1]; 1.0 switches the turn penalty off (paper: 0.98).
+        weights: one non-negative weight per entry of ``dims``, summing to 1; None means 1/K each.
+        discretize: snap each dimension score to {0.1, 0.3, 0.5, 0.7, 0.9} (the paper's dis()).
+            When False the raw score is kept, and the turn decay still stops at the bin floor.
+        aggregation: ``"advantage"`` (PEARL: z-score each dimension, then weighted mean) or
+            ``"reward"`` (the paper's T4 baseline: weighted mean of rewards, then one z-score).
+        dims: the per-sample reward fields read as dimensions, in order.
+        epsilon: added to the group standard deviation.
+    """
+
+    gamma: float = 0.98
+    weights: tuple[float, ...] | None = None
+    discretize: bool = True
+    aggregation: str = "advantage"
+    dims: tuple[str, ...] = DIMENSIONS
+    epsilon: float = 1e-6
+
+    def __post_init__(self) -> None:
+        _check_scalars(self.gamma, self.epsilon, self.aggregation, field_prefix="pearl.advantage.")
+        dims = tuple(self.dims)
+        if not dims or len(set(dims)) != len(dims) or not all(isinstance(d, str) and d for d in dims):
+            raise ValueError(
+                f"pearl.advantage.dims={list(dims)!r} must be a non-empty list of distinct names; "
+                f"the default is {list(DIMENSIONS)}."
+            )
+        object.__setattr__(self, "dims", dims)
+        if self.weights is not None:
+            weights = tuple(float(w) for w in self.weights)
+            if len(weights) != len(dims):
+                raise ValueError(
+                    f"pearl.advantage.weights has {len(weights)} entries but dims has {len(dims)} "
+                    f"({list(dims)}); give one weight per dimension or leave weights unset for 1/K."
+                )
+            _check_weight_rows(torch.tensor([weights], dtype=torch.float64), "pearl.advantage.weights")
+            object.__setattr__(self, "weights", weights)
+
+
+@dataclass(frozen=True)
+class AdvantageBreakdown:
+    """Every intermediate of one estimator call, for metrics, reports and tests.
+
+    Attributes:
+        advantages: (bs,) float32 final advantage per trajectory; 0 for invalid samples.
+        rewards: (bs, K) float32 discretized and turn-decayed rewards r~; NaN for invalid samples.
+        dim_advantages: (bs, K) float32 per-dimension z-scores A_ik (``aggregation="advantage"``),
+            or None for ``aggregation="reward"``.
+        valid: (bs,) bool, the samples that took part in group statistics.
+        group: (bs,) int64 dense group id of each sample.
+        groups_without_contrast: number of groups with fewer than two valid members.
+    """
+
+    advantages: torch.Tensor
+    rewards: torch.Tensor
+    dim_advantages: torch.Tensor | None
+    valid: torch.Tensor
+    group: torch.Tensor
+    groups_without_contrast: int
+
+
+def compute_pearl_advantage(
+    dim_scores: Any,
+    num_turns: Any,
+    completed: Any,
+    index: Any,
+    gamma: float = 0.98,
+    weights: Any = None,
+    valid: Any = None,
+    epsilon: float = 1e-6,
+    discretize: bool = True,
+    aggregation: str = "advantage",
+) -> torch.Tensor:
+    """One PEARL advantage per trajectory.
+
+    Args:
+        dim_scores: (bs, K) scores in [0, 1], each the mean of a dimension's completion-gated
+            criterion scores. Rows with ``valid=False`` are ignored and may hold NaN.
+        num_turns: (bs,) number of tutor turns N_i (non-negative).
+        completed: (bs,) bool, whether the episode ended normally; only completed members set N_min.
+        index: (bs,) group ids (verl's ``uid``): a list, numpy array (object or numeric) or tensor.
+        gamma: turn-count decay in (0, 1]; 1.0 disables the turn penalty.
+        weights: None (1/K each), (K,) or (bs, K); non-negative, each row summing to 1.
+        valid: (bs,) bool or None (all valid); False marks a failed judge call.
+        epsilon: added to the group standard deviation.
+        discretize: apply the paper's dis() binning.
+        aggregation: "advantage" (PEARL) or "reward" (mean reward, then one z-score).
+
+    Returns:
+        (bs,) float32 advantages on the device of ``dim_scores``.
+
+    Raises:
+        ValueError: naming the offending field, for bad shapes, non-finite values, scores
+            outside [0, 1], gamma outside (0, 1], or weights whose rows do not sum to 1.
+    """
+    return compute_pearl_advantage_breakdown(
+        dim_scores,
+        num_turns,
+        completed,
+        index,
+        gamma=gamma,
+        weights=weights,
+        valid=valid,
+        epsilon=epsilon,
+        discretize=discretize,
+        aggregation=aggregation,
+    ).advantages
+
+
+def compute_pearl_advantage_breakdown(
+    dim_scores: Any,
+    num_turns: Any,
+    completed: Any,
+    index: Any,
+    gamma: float = 0.98,
+    weights: Any = None,
+    valid: Any = None,
+    epsilon: float = 1e-6,
+    discretize: bool = True,
+    aggregation: str = "advantage",
+) -> AdvantageBreakdown:
+    """:func:`compute_pearl_advantage` with all intermediates; same arguments and errors."""
+    _check_scalars(gamma, epsilon, aggregation)
+    scores = _as_float_matrix(dim_scores)
+    device = scores.device
+    bs, k = scores.shape
+    turns = _as_vector(num_turns, "num_turns", bs, device, torch.float64)
+    done = _as_flags(completed, "completed", bs, device)
+    ok = torch.ones(bs, dtype=torch.bool, device=device) if valid is None else _as_flags(valid, "valid", bs, device)
+    group, num_groups = group_ids(index, expected_len=bs, device=device)
+    w = _as_weights(weights, bs, k, device)
+    _check_rows(scores, turns, ok)
+
+    # Invalid rows take no part in anything; zero them so a NaN there cannot leak into sums.
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    scores = torch.where(ok.unsqueeze(1), scores, zero)
+    turns = torch.where(ok, turns, zero)
+    rewards, floors = discretize_scores(scores) if discretize else (scores, bin_floors(scores))
+    if gamma < 1.0:
+        rewards = apply_turn_decay(rewards, floors, turns, done & ok, group, num_groups, gamma)
+
+    if aggregation == "advantage":
+        dim_adv, count = group_zscore(rewards, group, num_groups, ok, epsilon)
+        advantages = (dim_adv * w).sum(dim=1)
+    else:
+        mean_reward = (rewards * w).sum(dim=1, keepdim=True)
+        dim_adv = None
+        advantages, count = group_zscore(mean_reward, group, num_groups, ok, epsilon)
+        advantages = advantages.squeeze(1)
+
+    nan = torch.full((), float("nan"), dtype=rewards.dtype, device=device)
+    return AdvantageBreakdown(
+        advantages=advantages.float(),
+        rewards=torch.where(ok.unsqueeze(1), rewards, nan).float(),
+        dim_advantages=None if dim_adv is None else dim_adv.float(),
+        valid=ok,
+        group=group,
+        groups_without_contrast=int((count < 2).sum().item()),
+    )
+
+
+def bin_floors(scores: torch.Tensor) -> torch.Tensor:
+    """Lower boundary l = 0.2 * min(floor(s / 0.2), 4) of each score's bin; shape of ``scores``."""
+    bins = torch.floor(scores * NUM_BINS + _EDGE_TOLERANCE).clamp_(0, NUM_BINS - 1)
+    return bins * BIN_WIDTH
+
+
+def discretize_scores(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The paper's dis(): r' = 0.1 + 0.2 b. Returns (r', l), both shaped like ``scores``."""
+    floors = bin_floors(scores)
+    return floors + BIN_WIDTH / 2, floors
+
+
+def apply_turn_decay(
+    rewards: torch.Tensor,
+    floors: torch.Tensor,
+    num_turns: torch.Tensor,
+    sets_minimum: torch.Tensor,
+    group: torch.Tensor,
+    num_groups: int,
+    gamma: float,
+) -> torch.Tensor:
+    """r~ = l + (r' - l) * gamma^max(N - N_min, 0), N_min per group over ``sets_minimum`` members.
+
+    Args:
+        rewards: (bs, K) r'.
+        floors: (bs, K) bin lower boundaries l.
+        num_turns: (bs,) N.
+        sets_minimum: (bs,) bool, members eligible for N_min (completed and valid).
+        group: (bs,) int64 dense group ids.
+        num_groups: number of groups.
+        gamma: decay factor in (0, 1].
+
+    A group without an eligible member has N_min = +inf, so its exponent clamps to 0: no decay.
+    """
+    inf = torch.full((), math.inf, dtype=num_turns.dtype, device=num_turns.device)
+    candidates = torch.where(sets_minimum, num_turns, inf)
+    n_min = torch.full((num_groups,), math.inf, dtype=num_turns.dtype, device=num_turns.device)
+    n_min = n_min.scatter_reduce(0, group, candidates, reduce="amin", include_self=True)
+    excess = (num_turns - n_min[group]).clamp(min=0.0)
+    decay = torch.pow(gamma, excess).unsqueeze(1)
+    return floors + (rewards - floors) * decay
+
+
+def group_zscore(
+    values: torch.Tensor,
+    group: torch.Tensor,
+    num_groups: int,
+    valid: torch.Tensor,
+    epsilon: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-column group z-score over valid members, unbiased std as in verl's GRPO.
+
+    Args:
+        values: (bs, K).
+        group: (bs,) int64 dense group ids.
+        num_groups: number of groups.
+        valid: (bs,) bool; invalid rows neither contribute nor receive a score (0).
+        epsilon: added to the std.
+
+    Returns:
+        ((bs, K) z-scores, (num_groups,) valid-member counts). Groups with fewer than two valid
+        members score 0.
+    """
+    rows = valid.unsqueeze(1)
+    values = torch.where(rows, values, torch.zeros((), dtype=values.dtype, device=values.device))
+    count = torch.zeros(num_groups, dtype=values.dtype, device=values.device).index_add_(0, group, valid.to(values.dtype))
+    sums = torch.zeros(num_groups, values.shape[1], dtype=values.dtype, device=values.device).index_add_(0, group, values)
+    mean = sums / count.clamp(min=1.0).unsqueeze(1)
+    centered = torch.where(rows, values - mean[group], torch.zeros((), dtype=values.dtype, device=values.device))
+    sq = torch.zeros_like(sums).index_add_(0, group, centered * centered)
+    std = (sq / (count - 1.0).clamp(min=1.0).unsqueeze(1)).sqrt()
+    contrast = (count[group] >= 2).to(values.dtype).unsqueeze(1)
+    return centered / (std[group] + epsilon) * contrast, count
+
+
+def group_ids(index: Any, expected_len: int | None = None, device: Any = None) -> tuple[torch.Tensor, int]:
+    """Dense int64 group ids (0..G-1, in order of first appearance) for arbitrary labels, and G.
+
+    Equal labels share an id. Hash-based (pandas.factorize): sorting 64k uuid strings, as
+    ``np.unique`` does, would take most of the estimator's time.
+    """
+    labels = index.detach().cpu().numpy() if isinstance(index, torch.Tensor) else np.asarray(index)
+    if labels.ndim != 1:
+        raise ValueError(f"index has shape {labels.shape}; expected one group id per trajectory (1-D).")
+    if expected_len is not None and labels.shape[0] != expected_len:
+        raise ValueError(
+            f"index has {labels.shape[0]} entries but dim_scores has {expected_len} rows; "
+            "pass one group id (verl's uid) per trajectory."
+        )
+    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    return torch.from_numpy(codes.astype(np.int64, copy=False)).to(device), len(uniques)
+
+
+def _check_scalars(gamma: float, epsilon: float, aggregation: str, field_prefix: str = "") -> None:
+    if not (isinstance(gamma, int | float) and 0.0 < float(gamma) <= 1.0):
+        raise ValueError(
+            f"{field_prefix}gamma={gamma!r} must lie in (0, 1]: it is the per-turn decay factor "
+            "(paper: 0.98; 1.0 switches the turn penalty off)."
+        )
+    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"{field_prefix}epsilon={epsilon!r} must be a positive finite number (default 1e-6).")
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(
+            f"{field_prefix}aggregation={aggregation!r} is not one of {list(AGGREGATIONS)}: "
+            "'advantage' is PEARL, 'reward' is the mean-reward baseline."
+        )
+
+
+def _to_tensor(values: Any, device: Any) -> torch.Tensor:
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        # verl's non_tensor_batch holds object arrays of Python scalars.
+        values = values.astype(np.float64)
+    return torch.as_tensor(values, device=device)
+
+
+def _as_float_matrix(dim_scores: Any) -> torch.Tensor:
+    scores = _to_tensor(dim_scores, None)
+    if scores.dtype == torch.bool or scores.is_complex():
+        raise ValueError(f"dim_scores has dtype {scores.dtype}; pass float scores in [0, 1].")
+    if scores.ndim != 2 or scores.shape[1] == 0:
+        raise ValueError(
+            f"dim_scores has shape {tuple(scores.shape)}; expected (bs, K) with K >= 1 "
+            "(one column per reward dimension)."
+        )
+    return scores.to(torch.float64)
+
+
+def _as_vector(values: Any, name: str, bs: int, device: Any, dtype: torch.dtype) -> torch.Tensor:
+    tensor = _to_tensor(values, device)
+    if tensor.shape != (bs,):
+        raise ValueError(f"{name} has shape {tuple(tensor.shape)}; expected ({bs},), one entry per trajectory.")
+    return tensor.to(dtype)
+
+
+def _as_flags(values: Any, name: str, bs: int, device: Any) -> torch.Tensor:
+    tensor = _as_vector(values, name, bs, device, torch.float64)
+    bad = ~((tensor == 0) | (tensor == 1))
+    if bool(bad.any()):
+        row = int(bad.nonzero()[0, 0])
+        raise ValueError(f"{name}[{row}] = {tensor[row].item()!r}; {name} must be boolean (True/False or 1/0).")
+    return tensor.bool()
+
+
+def _as_weights(weights: Any, bs: int, k: int, device: Any) -> torch.Tensor:
+    if weights is None:
+        return torch.full((bs, k), 1.0 / k, dtype=torch.float64, device=device)
+    w = _to_tensor(weights, device).to(torch.float64)
+    if w.shape == (k,):
+        w = w.unsqueeze(0)
+    elif w.shape != (bs, k):
+        raise ValueError(
+            f"weights has shape {tuple(w.shape)}; expected ({k},) for all samples or ({bs}, {k}) per sample."
+        )
+    _check_weight_rows(w, "weights")
+    return w.expand(bs, k)
+
+
+def _check_weight_rows(w: torch.Tensor, name: str) -> None:
+    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
+        raise ValueError(f"{name} must be finite and non-negative; got {w.tolist()[:4]}.")
+    sums = w.sum(dim=1)
+    off = (sums - 1.0).abs() > _WEIGHT_SUM_TOLERANCE
+    if bool(off.any()):
+        row = int(off.nonzero()[0, 0])
+        raise ValueError(
+            f"{name} row {row} sums to {sums[row].item():.6g}, not 1: the advantage is a weighted "
+            "mean of per-dimension advantages, so each row of weights must sum to 1."
+        )
+
+
+def _check_rows(scores: torch.Tensor, turns: torch.Tensor, valid: torch.Tensor) -> None:
+    rows = valid.unsqueeze(1)
+    bad = rows & ~torch.isfinite(scores)
+    if bool(bad.any()):
+        r, c = (int(x) for x in bad.nonzero()[0])
+        raise ValueError(
+            f"dim_scores[{r}, {c}] = {scores[r, c].item()} is not finite in a valid row; "
+            "mark failed judge calls with valid=False instead of a NaN score."
+        )
+    bad = rows & ((scores < 0) | (scores > 1))
+    if bool(bad.any()):
+        r, c = (int(x) for x in bad.nonzero()[0])
+        raise ValueError(
+            f"dim_scores[{r}, {c}] = {scores[r, c].item():.6g} is outside [0, 1]; PEARL expects each "
+            "dimension score to be a mean of criterion scores mapped to [0, 1]."
+        )
+    bad = valid & ~(torch.isfinite(turns) & (turns >= 0))
+    if bool(bad.any()):
+        r = int(bad.nonzero()[0, 0])
+        raise ValueError(f"num_turns[{r}] = {turns[r].item()} must be a finite, non-negative number of tutor turns.")
