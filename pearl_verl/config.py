@@ -1,0 +1,59 @@
+"""The root ``pearl:`` config section and its strict loader.
+
+verl's ``AlgoConfig`` rejects unknown keys, so every plugin setting lives under a root section
+(``+pearl.advantage.gamma=0.95`` on a verl command line). Each component gets only its own
+sub-config; typos fail at startup with the list of valid keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pearl_verl.advantage import AdvantageConfig
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PearlConfig:
+    """Everything under the root ``pearl:`` key.
+
+    Attributes:
+        advantage: the PEARL estimator's settings.
+    """
+
+    advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
+
+
+def load_pearl_config(section: Mapping[str, Any] | None) -> PearlConfig:
+    """Build a :class:`PearlConfig` from a plain mapping (``None`` or empty -> all defaults).
+
+    Raises:
+        ValueError: for an unknown key (with the closest valid key) or an invalid value.
+    """
+    return build_dataclass(PearlConfig, section or {}, "pearl")
+
+
+def build_dataclass(cls: type[T], values: Mapping[str, Any], path: str) -> T:
+    """Instantiate a (nested) frozen dataclass from a mapping, rejecting unknown keys."""
+    if not isinstance(values, Mapping):
+        raise ValueError(f"{path} must be a mapping of settings, got {type(values).__name__}: {values!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [key for key in values if key not in fields]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(str(key), fields, n=1)
+        hint = f" Did you mean {path}.{close[0]}?" if close else ""
+        raise ValueError(f"Unknown setting {path}.{key}.{hint} Valid keys: {sorted(fields)}.")
+    kwargs = {}
+    for name, value in values.items():
+        default = fields[name].default_factory if fields[name].default_factory is not dataclasses.MISSING else None
+        if default is not None and dataclasses.is_dataclass(default):
+            kwargs[name] = build_dataclass(default, value or {}, f"{path}.{name}")
+        else:
+            kwargs[name] = tuple(value) if isinstance(value, list | tuple) else value
+    return cls(**kwargs)

@@ -1,0 +1,62 @@
+"""Trainer metrics of the PEARL advantage step, keyed ``pearl/<component>/<name>``.
+
+verl's metric aggregator picks min/max/sum/mean reduction from substrings of the key, so each
+key here ends in the statistic it holds (``/mean``, ``/max``...) or a name free of those words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from pearl_verl.advantage import AdvantageBreakdown
+from pearl_verl.reward_fields import PearlInputs
+
+
+def advantage_metrics(
+    inputs: PearlInputs,
+    breakdown: AdvantageBreakdown,
+    dims: Sequence[str],
+) -> dict[str, float]:
+    """Per-dimension reward means, judge failure rate, turns and advantage statistics.
+
+    Args:
+        inputs: the estimator inputs of the batch.
+        breakdown: the estimator's intermediates for the same batch.
+        dims: dimension names, in ``inputs.dim_scores`` column order.
+
+    Returns:
+        Scalar metrics over real samples (verl's synthetic padding rows are left out). Means over
+        scored samples are omitted when no sample was scored.
+    """
+    counted = torch.ones(len(inputs), dtype=torch.bool) if inputs.padding is None else ~inputs.padding
+    total = int(counted.sum())
+    if total == 0:
+        return {}
+    scored = inputs.valid & counted
+    n_scored = int(scored.sum())
+    metrics = {
+        "pearl/judge/failure_rate": 1.0 - n_scored / total,
+        "pearl/episode/completed_rate": inputs.completed[counted].double().mean().item(),
+        "pearl/episode/tutor_turns/mean": inputs.num_turns[counted].mean().item(),
+        "pearl/advantage/groups_without_contrast": float(breakdown.groups_without_contrast),
+    }
+    if n_scored == 0:
+        return metrics
+    adv = breakdown.advantages[scored].double()
+    metrics.update(
+        {
+            "pearl/advantage/mean": adv.mean().item(),
+            "pearl/advantage/std": adv.std(unbiased=False).item(),
+            "pearl/advantage/max": adv.max().item(),
+            "pearl/advantage/min": adv.min().item(),
+            "pearl/advantage/nonzero_frac": (adv != 0).double().mean().item(),
+        }
+    )
+    raw = inputs.dim_scores[scored]
+    shaped = breakdown.rewards[scored].double()
+    for k, dim in enumerate(dims):
+        metrics[f"pearl/reward/{dim}/mean"] = raw[:, k].mean().item()
+        metrics[f"pearl/reward/{dim}/shaped_mean"] = shaped[:, k].mean().item()
+    return metrics
