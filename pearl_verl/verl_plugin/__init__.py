@@ -1,0 +1,5 @@
+"""The only verl-aware part of pearl_verl: registrations, trainer mode and launchers.
+
+``register`` is the ``verl.plugins`` entry point; it imports every module that registers
+something with verl. Nothing here is imported by the pure core.
+"""

@@ -1,0 +1,150 @@
+"""``pearl-verl doctor``: is the plugin registered with verl, and what can this machine run?
+
+verl swallows plugin import errors at DEBUG level, so a broken install looks like a missing
+name deep inside a training job. The doctor imports verl the way a worker does, lists our
+registrations, re-imports the entry point to show the real error, and reports the optional
+cluster parts (vLLM, Megatron-Core, GPUs) with what to do when one is absent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as metadata
+import importlib.util
+import logging
+import os
+from dataclasses import asdict, dataclass
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+EXPECTED_VERL = "0.9.1"
+ENTRY_POINT_GROUP = "verl.plugins"
+ENTRY_POINT_NAME = "pearl"
+REQUIRED_MODULES = {
+    "transfer_queue": "TransferQueue",
+    "fastapi": "fastapi",
+    "uvicorn": "uvicorn",
+    "cachetools": "cachetools",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's report.
+
+    Attributes:
+        name: what was checked.
+        ok: whether it passed.
+        detail: what was found.
+        fix: what to do when it failed ("" when ok).
+        required: whether a failure makes the doctor exit non-zero.
+    """
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def run_checks() -> list[Check]:
+    """All checks, required ones first; importing verl here loads our plugin as a worker would."""
+    checks = [_check_verl_version(), _check_entry_point(), _check_plugin_policy()]
+    checks += [_check_module(module, package) for module, package in REQUIRED_MODULES.items()]
+    checks += _check_registrations()
+    checks += [_check_optional("vllm", "vllm", "cluster rollout and judge/student serving"),
+               _check_optional("megatron.core", "megatron-core", "the Megatron training engine"),
+               _check_optional("flash_attn", "flash-attn", "fast attention in FSDP training"),
+               _check_gpu()]
+    return checks
+
+
+def format_report(checks: list[Check]) -> str:
+    """Human-readable report, one line per check plus indented fixes."""
+    lines = []
+    for check in checks:
+        status = "ok" if check.ok else ("FAIL" if check.required else "absent")
+        lines.append(f"[{status:>6}] {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            lines.append(f"         -> {check.fix}")
+    failed = [c for c in checks if c.required and not c.ok]
+    lines.append("pearl_verl is ready." if not failed else f"{len(failed)} required check(s) failed.")
+    return "\n".join(lines)
+
+
+def report_as_dicts(checks: list[Check]) -> list[dict]:
+    """The checks as JSON-ready dicts."""
+    return [asdict(check) for check in checks]
+
+
+def _check_verl_version() -> Check:
+    try:
+        version = metadata.version("verl")
+    except metadata.PackageNotFoundError:
+        return Check("verl", False, "not installed", f"pip install verl=={EXPECTED_VERL}")
+    ok = version == EXPECTED_VERL
+    fix = "" if ok else f"pearl_verl is tested against verl {EXPECTED_VERL}: pip install verl=={EXPECTED_VERL}"
+    return Check("verl", ok, f"version {version}", fix)
+
+
+def _check_entry_point() -> Check:
+    eps = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == ENTRY_POINT_NAME]
+    if not eps:
+        return Check(
+            "entry point", False, f"no '{ENTRY_POINT_NAME}' in group '{ENTRY_POINT_GROUP}'",
+            "pip install -e . (or pip install pearl_verl) in the environment that runs verl",
+        )
+    return Check("entry point", True, f"{ENTRY_POINT_GROUP}: {ENTRY_POINT_NAME} = {eps[0].value}")
+
+
+def _check_plugin_policy() -> Check:
+    policy = os.getenv("VERL_USE_EXTERNAL_PLUGINS", "auto").strip().lower()
+    allowed = policy == "auto" or ENTRY_POINT_NAME in {p.strip() for p in policy.split(",")}
+    fix = "" if allowed else f"unset VERL_USE_EXTERNAL_PLUGINS or add '{ENTRY_POINT_NAME}' to it"
+    return Check("VERL_USE_EXTERNAL_PLUGINS", allowed, policy, fix)
+
+
+def _check_module(module: str, package: str) -> Check:
+    found = importlib.util.find_spec(module) is not None
+    return Check(package, found, "importable" if found else "missing", "" if found else f"pip install {package}")
+
+
+def _check_registrations() -> list[Check]:
+    try:
+        importlib.import_module("verl")
+        register = importlib.import_module("pearl_verl.verl_plugin.register")
+    except Exception as exc:  # the real import error verl would have swallowed
+        logger.debug("importing the pearl_verl plugin failed", exc_info=True)
+        return [Check("plugin import", False, f"{type(exc).__name__}: {exc}", "fix the import error above")]
+    return [
+        Check(
+            f"{reg.kind} '{reg.name}'",
+            reg.present,
+            f"select with {reg.select_with}" if reg.present else "not in verl's registry",
+            "" if reg.present else "see the plugin import check; reinstall pearl_verl",
+        )
+        for reg in register.REGISTRATIONS
+    ]
+
+
+def _check_optional(module: str, package: str, purpose: str) -> Check:
+    if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
+        return Check(package, False, f"not installed (needed for {purpose})",
+                     "install on GPU clusters per verl's GPU instructions (see README, Cluster install)",
+                     required=False)
+    try:
+        version = metadata.version(package)
+    except metadata.PackageNotFoundError:
+        version = "unknown version"
+    return Check(package, True, f"{version} ({purpose})", required=False)
+
+
+def _check_gpu() -> Check:
+    if not torch.cuda.is_available():
+        return Check("GPU", False, f"none visible to torch {torch.__version__}",
+                     "CPU runs work (tests, local examples); cluster recipes need NVIDIA GPUs",
+                     required=False)
+    names = sorted({torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())})
+    return Check("GPU", True, f"{torch.cuda.device_count()} x {', '.join(names)}", required=False)

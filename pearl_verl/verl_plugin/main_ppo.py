@@ -1,0 +1,54 @@
+"""``python -m pearl_verl.verl_plugin.main_ppo <overrides>``: verl's PPO entry with PEARL checks.
+
+Same Hydra config and overrides as ``python -m verl.trainer.main_ppo``. Before Ray starts it
+checks that the plugin registered and that the ``pearl:`` section is valid. With
+``trainer.use_v1=false`` it runs the legacy trainer with :func:`legacy_advantage_hook`, the opt-in
+that gives the PEARL estimator its per-dimension fields there. With the V1 trainer (default),
+use ``trainer.v1.trainer_mode=pearl_sync``; plain ``verl.trainer.main_ppo`` works as well.
+"""
+
+from __future__ import annotations
+
+import hydra
+import ray
+from omegaconf import DictConfig
+from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+from verl.trainer.main_ppo_v0 import TaskRunner as _VerlLegacyTaskRunner
+from verl.trainer.ppo.utils import need_critic, need_reference_policy
+from verl.utils.config import validate_config
+from verl.utils.device import auto_set_device
+
+from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+from pearl_verl.verl_plugin.legacy import legacy_advantage_hook
+from pearl_verl.verl_plugin.register import check_registered
+from pearl_verl.verl_plugin.trainer_v1 import check_pearl_trainer_config
+
+
+class PearlLegacyTaskRunner(_VerlLegacyTaskRunner.__ray_actor_class__):
+    """verl's legacy TaskRunner, run inside :func:`legacy_advantage_hook`."""
+
+    def run(self, config: DictConfig) -> None:
+        with legacy_advantage_hook():
+            super().run(config)
+
+
+def prepare(config: DictConfig) -> None:
+    """Everything checked before Ray starts: registrations, ``pearl:`` section, verl's own validation."""
+    check_registered()
+    pearl_config_from_root(config)
+    check_pearl_trainer_config(config)
+    auto_set_device(config)
+    validate_config(
+        config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)
+    )
+
+
+@hydra.main(config_path="pkg://verl.trainer.config", config_name="ppo_trainer", version_base=None)
+def main(config: DictConfig) -> None:
+    prepare(config)
+    runner = TaskRunnerV1 if config.trainer.use_v1 else ray.remote(PearlLegacyTaskRunner)
+    run_ppo(config, task_runner_class=runner)
+
+
+if __name__ == "__main__":
+    main()

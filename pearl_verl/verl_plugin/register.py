@@ -1,0 +1,71 @@
+"""Entry point of group ``verl.plugins``: importing this registers everything pearl_verl adds.
+
+verl imports it on ``import verl`` in the driver, the TaskRunner and every Ray worker, and
+swallows any exception at DEBUG level, so a broken plugin fails silently.
+:func:`check_registered` makes that failure loud; launchers and a CPU test call it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
+
+from pearl_verl.verl_plugin import estimator, trainer_v1
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One name pearl_verl registers in one of verl's registries."""
+
+    kind: str
+    name: str
+    registry: dict[str, Any]
+    expected: Any
+    select_with: str
+
+    @property
+    def present(self) -> bool:
+        return self.registry.get(self.name) is self.expected
+
+
+REGISTRATIONS: tuple[Registration, ...] = (
+    Registration(
+        "advantage estimator",
+        estimator.ESTIMATOR_NAME,
+        ADV_ESTIMATOR_REGISTRY,
+        estimator.compute_pearl_outcome_advantage,
+        f"algorithm.adv_estimator={estimator.ESTIMATOR_NAME}",
+    ),
+    Registration(
+        "V1 trainer mode",
+        trainer_v1.TRAINER_MODE,
+        TRAINER_REGISTRY,
+        trainer_v1.PearlSyncTrainer,
+        f"trainer.v1.trainer_mode={trainer_v1.TRAINER_MODE}",
+    ),
+)
+
+
+def missing_registrations() -> list[Registration]:
+    """Registrations that are absent or were overwritten by another plugin."""
+    return [reg for reg in REGISTRATIONS if not reg.present]
+
+
+def check_registered() -> None:
+    """Raise if any pearl_verl registration is missing from verl's registries.
+
+    Raises:
+        RuntimeError: listing the missing names and how to fix them.
+    """
+    missing = missing_registrations()
+    if missing:
+        names = ", ".join(f"{reg.kind} '{reg.name}'" for reg in missing)
+        raise RuntimeError(
+            f"pearl_verl is not fully registered with verl: missing {names}. Check that pearl_verl is "
+            "pip-installed in this environment (its 'verl.plugins' entry point loads it on 'import verl'), "
+            "that VERL_USE_EXTERNAL_PLUGINS is unset, 'auto' or includes 'pearl', and run "
+            "'pearl-verl doctor' for details."
+        )

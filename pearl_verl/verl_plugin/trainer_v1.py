@@ -1,0 +1,137 @@
+"""``pearl_sync``: verl's synchronous V1 trainer with an advantage step that sees the judge's fields.
+
+verl's V1 ``PPOTrainer._compute_advantage`` reads only ``uid, response_mask, rm_scores, ...`` from
+TransferQueue, so per-dimension scores never reach an estimator. This trainer mode reads each
+sample's ``extra_fields["reward_extra_info"]`` (written by the reward loop) as well and passes it
+to the configured estimator when the estimator accepts ``pearl_inputs``; any other estimator
+runs through verl's own step unchanged. Select with ``trainer.v1.trainer_mode=pearl_sync``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import transfer_queue as tq
+from omegaconf import DictConfig
+from tensordict import TensorDict
+from transfer_queue import KVBatchMeta
+from verl.protocol import DataProto
+from verl.trainer.ppo import core_algos
+from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_and_add_to_batch
+from verl.trainer.ppo.v1.trainer_base import register_trainer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+from verl.workers.utils.padding import response_to_nested
+
+from pearl_verl.reward_fields import inputs_from_rows
+from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_root
+
+logger = logging.getLogger(__name__)
+
+TRAINER_MODE = "pearl_sync"
+_FIELDS = ["uid", "response_mask", "rm_scores", "extra_fields", "rollout_log_probs", "old_log_probs"]
+
+
+@register_trainer(TRAINER_MODE)
+class PearlSyncTrainer(PPOTrainerSync):
+    """verl's ``sync`` trainer whose advantage step forwards per-dimension judge fields."""
+
+    def __init__(self, config: DictConfig) -> None:
+        super().__init__(config)
+        self.pearl_config = pearl_config_from_root(config)
+        check_pearl_trainer_config(config)
+
+    def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
+        """Advantages from the judge's per-dimension fields, written back to TransferQueue."""
+        estimator = core_algos.get_adv_estimator_fn(self.config.algorithm.adv_estimator)
+        if not accepts_pearl_inputs(estimator):
+            return super()._compute_advantage(batch, metrics)
+
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=_FIELDS)
+        nested_mask = data["response_mask"]
+        uids = np.array(data.pop("uid").tolist(), dtype=object)
+        infos = [reward_info_of(fields) for fields in data.pop("extra_fields").tolist()]
+        padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
+        proto = DataProto(batch=data.to_padded_tensor())
+        proto, corrected = self._apply_rollout_correction(proto, metrics)
+
+        final_rows, row_to_final = final_session_rows(batch.keys)
+        settings = self.pearl_config.advantage
+        inputs = inputs_from_rows([infos[i] for i in final_rows], settings, [padding[i] for i in final_rows])
+        scores = proto.batch["rm_scores"][final_rows].sum(dim=-1, keepdim=True)
+        # A one-token mask makes the estimator return its scalar A_i per final session row.
+        scalar, _ = estimator(
+            token_level_rewards=scores,
+            response_mask=torch.ones_like(scores),
+            index=uids[final_rows],
+            config=self.config.algorithm,
+            pearl_inputs=inputs,
+            pearl_config=settings,
+            metrics=metrics,
+        )
+        advantages = scalar[row_to_final] * proto.batch["response_mask"]
+        output = {"advantages": advantages, "returns": advantages}
+        if corrected:
+            output["response_mask"] = proto.batch["response_mask"]
+            if "rollout_is_weights" in proto.batch:
+                output["rollout_is_weights"] = proto.batch["rollout_is_weights"]
+        nested = {name: response_to_nested(value, nested_mask) for name, value in output.items()}
+        return tq.kv_batch_put(
+            keys=batch.keys, partition_id=batch.partition_id, fields=TensorDict(nested, batch_size=len(batch))
+        )
+
+    def _apply_rollout_correction(self, proto: DataProto, metrics: dict) -> tuple[DataProto, bool]:
+        """verl's decoupled-mode rollout correction (IS weights, rejection), as its own step does."""
+        corr = self.config.algorithm.get("rollout_correction", None)
+        if corr is None or corr.get("bypass_mode", False) or "rollout_log_probs" not in proto.batch:
+            return proto, False
+        proto, corr_metrics = compute_rollout_correction_and_add_to_batch(proto, corr)
+        metrics.update(corr_metrics)
+        return proto, True
+
+
+def check_pearl_trainer_config(config: DictConfig) -> None:
+    """Reject settings whose effect the PEARL advantage step would silently drop."""
+    estimator = core_algos.get_adv_estimator_fn(config.algorithm.adv_estimator)
+    if accepts_pearl_inputs(estimator) and config.algorithm.get("use_kl_in_reward", False):
+        raise ValueError(
+            "algorithm.use_kl_in_reward=True has no effect with the pearl estimator: its advantage comes "
+            "from the judge's per-dimension scores, not from token rewards. Set "
+            "algorithm.use_kl_in_reward=False (the paper trains without KL), or add "
+            "actor_rollout_ref.actor.use_kl_loss=True for a KL term in the loss."
+        )
+
+
+def reward_info_of(extra_fields: Any) -> Mapping[str, Any]:
+    """A sample's ``reward_extra_info`` from its agent-loop ``extra_fields`` ({} if absent)."""
+    if isinstance(extra_fields, Mapping):
+        info = extra_fields.get("reward_extra_info", {})
+        return info if isinstance(info, Mapping) else {}
+    return {}
+
+
+def final_session_rows(keys: Sequence[str]) -> tuple[list[int], torch.Tensor]:
+    """Rows holding each session's last output, and for every row the position of its session's.
+
+    verl keys rows ``{uid}_{session_id}_{output_index}``; an agent loop that returns several outputs
+    per episode shares one reward, so the group statistics must count each session once.
+
+    Returns:
+        (final_rows, row_to_final): indices into ``keys``, and a (bs,) int64 tensor mapping each
+        row to its session's entry in ``final_rows``.
+    """
+    last: dict[str, tuple[int, int]] = {}
+    sessions = []
+    for row, key in enumerate(keys):
+        session, _, output_index = key.rpartition("_")
+        if not session or not output_index.isdigit():
+            raise ValueError(f"Unexpected TransferQueue key {key!r}; expected '<uid>_<session_id>_<index>'.")
+        sessions.append(session)
+        if session not in last or last[session][0] < int(output_index):
+            last[session] = (int(output_index), row)
+    final_rows = [row for _, row in last.values()]
+    position = {session: i for i, session in enumerate(last)}
+    return final_rows, torch.tensor([position[s] for s in sessions], dtype=torch.int64)

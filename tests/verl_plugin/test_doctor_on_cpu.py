@@ -1,0 +1,34 @@
+"""``pearl-verl doctor`` reports our registrations and the optional cluster parts."""
+
+import json
+
+from verl.trainer.ppo import core_algos
+
+from pearl_verl.cli import main
+from pearl_verl.verl_plugin import doctor
+
+
+def test_doctor_passes_on_this_install(capsys):
+    assert main(["doctor", "--json"]) == 0
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    assert checks["advantage estimator 'pearl'"]["ok"]
+    assert checks["V1 trainer mode 'pearl_sync'"]["ok"]
+    assert checks["entry point"]["ok"] and "pearl_verl.verl_plugin.register" in checks["entry point"]["detail"]
+    # The CPU machine has none of the cluster parts; they are reported, not required.
+    assert not checks["vllm"]["required"] and not checks["GPU"]["required"]
+
+
+def test_doctor_fails_and_says_why_when_a_registration_is_missing(monkeypatch, capsys):
+    monkeypatch.delitem(core_algos.ADV_ESTIMATOR_REGISTRY, "pearl")
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "[  FAIL] advantage estimator 'pearl': not in verl's registry" in out
+    assert "1 required check(s) failed." in out
+
+
+def test_plugin_policy_that_excludes_us_is_flagged(monkeypatch):
+    monkeypatch.setenv("VERL_USE_EXTERNAL_PLUGINS", "someone_else")
+    check = doctor._check_plugin_policy()
+    assert not check.ok and "add 'pearl'" in check.fix
+    monkeypatch.setenv("VERL_USE_EXTERNAL_PLUGINS", "someone_else,pearl")
+    assert doctor._check_plugin_policy().ok

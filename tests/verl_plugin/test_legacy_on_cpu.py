@@ -1,0 +1,98 @@
+"""The legacy-trainer opt-in: verl's ``compute_advantage`` forwards judge fields inside the hook."""
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+from verl.protocol import DataProto
+from verl.trainer.ppo import ray_trainer
+
+from pearl_verl.advantage import compute_pearl_advantage
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.verl_plugin import legacy
+from pearl_verl.verl_plugin.main_ppo import PearlLegacyTaskRunner
+
+SCORES = np.array(
+    [[0.9] * 8, [0.5] * 8, [0.3] * 8, [0.7] * 8, [0.7] * 8, [0.1] * 8],
+    dtype=np.float64,
+)
+
+
+def _legacy_batch():
+    """Shaped like the legacy trainer's batch: reward_extra_info keys are non_tensor_batch columns."""
+    mask = torch.tensor([[1, 1, 0, 1]] * 6)
+    non_tensors = {"uid": np.array(["a", "a", "a", "b", "b", "b"], dtype=object)}
+    for k, dim in enumerate(DIMENSIONS):
+        column = SCORES[:, k].astype(object)
+        column[2] = None  # the judge failed on sample 2
+        non_tensors[dim] = column
+    non_tensors["judge_ok"] = np.array([1, 1, 0, 1, 1, 1])
+    non_tensors["completed"] = np.array([1, 1, 1, 1, 0, 1])
+    non_tensors["tutor_turns"] = np.array([3, 6, 2, 4, 15, 4])
+    return DataProto.from_dict(
+        tensors={"token_level_rewards": torch.zeros(6, 4), "response_mask": mask}, non_tensors=non_tensors
+    )
+
+
+def _root(adv_estimator="pearl"):
+    return OmegaConf.create({"algorithm": {"adv_estimator": adv_estimator}, "pearl": {"advantage": {"gamma": 0.9}}})
+
+
+def test_hook_forwards_judge_fields_and_metrics():
+    root = _root()
+    with legacy.legacy_advantage_hook():
+        data = ray_trainer.compute_advantage(_legacy_batch(), adv_estimator="pearl", config=root.algorithm)
+    want = compute_pearl_advantage(
+        torch.from_numpy(np.where(np.arange(6)[:, None] == 2, np.nan, SCORES)),
+        [3, 6, 2, 4, 15, 4], [True, True, True, True, False, True], ["a", "a", "a", "b", "b", "b"],
+        gamma=0.9, valid=[True, True, False, True, True, True],
+    )
+    torch.testing.assert_close(data.batch["advantages"], want.unsqueeze(1) * data.batch["response_mask"])
+    assert data.batch["advantages"][2].abs().sum() == 0
+    assert data.meta_info[legacy.METRICS_META_KEY]["pearl/judge/failure_rate"] == pytest.approx(1 / 6)
+
+
+def test_metrics_wrapper_merges_the_advantage_metrics():
+    calls = []
+
+    def fake_data_metrics(batch, use_critic=True):
+        calls.append(use_critic)
+        return {"critic/score/mean": 1.0}
+
+    batch = _legacy_batch()
+    batch.meta_info[legacy.METRICS_META_KEY] = {"pearl/judge/failure_rate": 0.25}
+    merged = legacy.pearl_data_metrics(fake_data_metrics)(batch, use_critic=False)
+    assert merged == {"critic/score/mean": 1.0, "pearl/judge/failure_rate": 0.25} and calls == [False]
+
+
+def test_other_estimators_go_to_verls_original():
+    root = _root("grpo")
+    batch = _legacy_batch()
+    batch.batch["token_level_rewards"][:, -1] = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 0.0])
+    with legacy.legacy_advantage_hook():
+        out = ray_trainer.compute_advantage(batch, adv_estimator="grpo", config=root.algorithm)
+    assert legacy.METRICS_META_KEY not in out.meta_info
+    assert out.batch["advantages"][0, 0] > 0 and out.batch["advantages"][1, 0] < 0
+
+
+def test_hook_restores_verls_functions_even_on_error():
+    original = ray_trainer.compute_advantage, ray_trainer.compute_data_metrics
+    with pytest.raises(RuntimeError, match="boom"):
+        with legacy.legacy_advantage_hook():
+            assert ray_trainer.compute_advantage is not original[0]
+            raise RuntimeError("boom")
+    assert (ray_trainer.compute_advantage, ray_trainer.compute_data_metrics) == original
+
+
+def test_legacy_task_runner_runs_verls_trainer_inside_the_hook(monkeypatch):
+    seen = {}
+
+    def fake_run(self, config):
+        seen["wrapped"] = hasattr(ray_trainer.compute_advantage, "__wrapped__")
+        seen["config"] = config
+
+    monkeypatch.setattr(PearlLegacyTaskRunner.__mro__[1], "run", fake_run)
+    original = ray_trainer.compute_advantage
+    PearlLegacyTaskRunner.run(object.__new__(PearlLegacyTaskRunner), "cfg")
+    assert seen == {"wrapped": True, "config": "cfg"}
+    assert ray_trainer.compute_advantage is original

@@ -1,0 +1,174 @@
+"""The ``pearl_sync`` advantage step on V1-shaped data in a real TransferQueue.
+
+Samples are written the way verl's ``AgentLoopWorkerTQ`` writes them (``AgentLoopOutput.as_dict()``
+plus the dataset kwargs, keyed ``{uid}_{session}_{index}``), with the reward loop's
+``reward_extra_info`` inside ``extra_fields``.
+"""
+
+import numpy as np
+import pytest
+import torch
+from transfer_queue import KVBatchMeta
+from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
+from verl.trainer.ppo import core_algos
+from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+from pearl_verl.advantage import compute_pearl_advantage
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.verl_plugin.trainer_v1 import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
+
+pytestmark = pytest.mark.ray
+
+# Per session: (uid, judge_ok, completed, tutor_turns, scores). Response masks alternate tutor (1)
+# and student (0) segments of different lengths.
+SESSIONS = [
+    ("q1", 1, 1, 4, [1.0, 1.0, 1.0, 0.9, 0.8, 0.6, 0.8, 1.0]),
+    ("q1", 1, 1, 9, [1.0, 1.0, 1.0, 0.9, 0.8, 0.6, 0.8, 1.0]),
+    ("q1", 1, 1, 3, [1.0, 0.2, 1.0, 0.7, 0.3, 0.2, 0.5, 0.9]),
+    ("q1", 0, 1, 6, [None] * 8),
+    ("q2", 1, 0, 15, [0.0] * 8),
+    ("q2", 1, 1, 7, [0.9, 0.9, 1.0, 0.8, 0.8, 0.5, 0.7, 0.9]),
+    ("q2", 1, 1, 5, [1.0, 0.6, 1.0, 0.8, 0.6, 0.4, 0.6, 0.9]),
+    ("q2", 1, 1, 8, [1.0, 1.0, 1.0, 0.95, 0.9, 0.85, 0.9, 1.0]),
+]
+
+
+def _response_mask(turns: int, seed: int) -> list[int]:
+    gen = np.random.default_rng(seed)
+    mask: list[int] = []
+    for _ in range(max(turns, 1)):
+        mask += [1] * int(gen.integers(2, 6)) + [0] * int(gen.integers(1, 5))
+    return mask
+
+
+def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=None):
+    keys, fields, tags = [], [], []
+    for session, (uid, ok, done, turns, scores) in enumerate(SESSIONS):
+        mask = _response_mask(turns, session)
+        info = {**dict(zip(DIMENSIONS, scores)), "judge_ok": ok, "completed": done, "tutor_turns": turns}
+        output = AgentLoopOutput(
+            prompt_ids=[5, 6, 7],
+            response_ids=list(range(10, 10 + len(mask))),
+            response_mask=mask,
+            reward_score=0.0 if not ok else float(np.mean(scores)),
+            num_turns=2 * turns + 1,
+            metrics=AgentLoopMetrics(),
+            extra_fields={"reward_extra_info": info},
+        )
+        if old_log_probs_shift is not None:
+            output.response_logprobs = [0.0] * len(mask)
+        field = output.as_dict()
+        field.update({"uid": uid, "session_id": session, "global_steps": 1})
+        if old_log_probs_shift is not None:  # what _compute_old_log_prob writes
+            field["old_log_probs"] = torch.full((len(mask),), float(old_log_probs_shift.get(session, 0.0)))
+        keys.append(f"{uid}_{session}_0")
+        fields.append(field)
+        tags.append({"status": "success", "global_steps": 1})
+    for i in range(padding_rows):  # what verl's upsample_batch_to_divisible_size appends
+        pad = dict(fields[0], uid="pad0", session_id=i, response_mask=torch.zeros(1, dtype=torch.int64),
+                   responses=torch.ones(1, dtype=torch.int64), rm_scores=torch.zeros(1))
+        keys.append(f"pad0_{i}_0")
+        fields.append(pad)
+        tags.append({"status": "success", "global_steps": 1, "is_padding": True})
+    tq.kv_batch_put(keys=keys, partition_id=partition, fields=list_of_dict_to_tensordict(fields), tags=tags)
+    return KVBatchMeta(partition_id=partition, keys=keys, tags=tags)
+
+
+def _expected_scalars(gamma):
+    scores = torch.tensor([[float("nan") if v is None else v for v in s[4]] for s in SESSIONS])
+    return compute_pearl_advantage(
+        scores, [s[3] for s in SESSIONS], [bool(s[2]) for s in SESSIONS], [s[0] for s in SESSIONS],
+        gamma=gamma, valid=[bool(s[1]) for s in SESSIONS],
+    )
+
+
+def _trainer(verl_config, *overrides):
+    cfg = verl_config(
+        ["algorithm.adv_estimator=pearl", "trainer.v1.trainer_mode=pearl_sync", "actor_rollout_ref.rollout.n=4",
+         "actor_rollout_ref.model.path=/unused", *overrides]
+    )
+    return PearlSyncTrainer(cfg)
+
+
+def test_pearl_sync_puts_advantages_on_tutor_tokens_only(transfer_queue, verl_config):
+    trainer = _trainer(verl_config, "+pearl.advantage.gamma=0.9")
+    batch = _put_sessions(transfer_queue, partition="train")
+    metrics = {}
+    trainer._compute_advantage(batch, metrics)
+
+    out = transfer_queue.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["advantages", "returns", "response_mask"])
+    expected = _expected_scalars(gamma=0.9)
+    assert expected.abs().sum() > 0
+    for row, (adv, ret, mask) in enumerate(zip(out["advantages"].unbind(), out["returns"].unbind(), out["response_mask"].unbind())):
+        assert adv.shape == mask.shape
+        torch.testing.assert_close(adv, expected[row] * mask.float(), atol=1e-5, rtol=0)
+        torch.testing.assert_close(ret, adv)
+        assert (adv[mask == 0] == 0).all()  # student tokens carry no advantage
+        if expected[row] != 0:
+            assert (adv[mask == 1] != 0).all()
+    assert (out["advantages"].unbind()[3] == 0).all()  # the judge failed on session 3
+
+    assert metrics["pearl/judge/failure_rate"] == pytest.approx(1 / 8)
+    assert metrics["pearl/episode/completed_rate"] == pytest.approx(7 / 8)
+    assert metrics["pearl/reward/meta/mean"] == pytest.approx(np.mean([0.6, 0.6, 0.2, 0.0, 0.5, 0.4, 0.85]))
+    assert metrics["pearl/advantage/max"] == pytest.approx(expected.max().item(), abs=1e-5)
+
+
+def test_padding_rows_get_zero_and_stay_out_of_metrics(transfer_queue, verl_config):
+    trainer = _trainer(verl_config)
+    batch = _put_sessions(transfer_queue, partition="pad", padding_rows=2)
+    metrics = {}
+    trainer._compute_advantage(batch, metrics)
+    out = transfer_queue.kv_batch_get(keys=batch.keys, partition_id="pad", select_fields=["advantages"])
+    rows = out["advantages"].unbind()
+    assert all((row == 0).all() for row in rows[-2:])
+    expected = _expected_scalars(gamma=0.98)
+    first = rows[0]
+    assert first[first != 0][0].item() == pytest.approx(expected[0].item(), abs=1e-5)
+    assert metrics["pearl/judge/failure_rate"] == pytest.approx(1 / 8)
+
+
+def test_other_estimators_run_verls_own_step(transfer_queue, verl_config):
+    trainer = _trainer(verl_config, "algorithm.adv_estimator=grpo")
+    batch = _put_sessions(transfer_queue, partition="grpo")
+    metrics = {}
+    trainer._compute_advantage(batch, metrics)
+    out = transfer_queue.kv_batch_get(keys=batch.keys, partition_id="grpo", select_fields=["advantages", "rm_scores", "response_mask"])
+    rewards = out["rm_scores"].to_padded_tensor(0.0)
+    mask = out["response_mask"].to_padded_tensor(0)
+    want, _ = core_algos.compute_grpo_outcome_advantage(rewards, mask, np.array([s[0] for s in SESSIONS], dtype=object))
+    torch.testing.assert_close(out["advantages"].to_padded_tensor(0.0), want)
+    assert not any(key.startswith("pearl/") for key in metrics)
+
+
+def test_rollout_rejection_sampling_is_applied_before_the_advantage(transfer_queue, verl_config):
+    trainer = _trainer(
+        verl_config,
+        "algorithm.rollout_correction.rollout_rs=seq_max_k2",
+        "algorithm.rollout_correction.rollout_rs_threshold=1.0",
+    )
+    # session 0's training policy disagrees with the rollout policy: k2 = 0.5 * 5^2 > 1 -> rejected
+    batch = _put_sessions(transfer_queue, partition="rs", old_log_probs_shift={0: 5.0})
+    metrics = {}
+    trainer._compute_advantage(batch, metrics)
+    out = transfer_queue.kv_batch_get(keys=batch.keys, partition_id="rs", select_fields=["advantages", "response_mask"])
+    advantages, masks = out["advantages"].unbind(), out["response_mask"].unbind()
+    assert (masks[0] == 0).all() and (advantages[0] == 0).all()
+    assert masks[1].sum() > 0 and (advantages[1][masks[1] == 1] != 0).all()
+    assert any(key.startswith("rollout_corr/") for key in metrics)
+
+
+def test_kl_in_reward_is_rejected_with_the_fix(verl_config):
+    cfg = verl_config(["algorithm.adv_estimator=pearl", "algorithm.use_kl_in_reward=True"])
+    with pytest.raises(ValueError, match=r"use_kl_in_reward=True has no effect with the pearl estimator"):
+        check_pearl_trainer_config(cfg)
+    check_pearl_trainer_config(verl_config(["algorithm.adv_estimator=grpo", "algorithm.use_kl_in_reward=True"]))
+
+
+def test_final_session_rows():
+    keys = ["a_0_0", "a_0_1", "a_1_0", "b_0_2", "b_0_0", "u_with_underscore_3_0"]
+    final, row_to_final = final_session_rows(keys)
+    assert [keys[i] for i in final] == ["a_0_1", "a_1_0", "b_0_2", "u_with_underscore_3_0"]
+    assert row_to_final.tolist() == [0, 0, 1, 2, 2, 3]
+    with pytest.raises(ValueError, match="Unexpected TransferQueue key 'nounderscore'"):
+        final_session_rows(["nounderscore"])
