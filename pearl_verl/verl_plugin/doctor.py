@@ -13,6 +13,7 @@ import importlib.metadata as metadata
 import importlib.util
 import logging
 import os
+import warnings
 from dataclasses import asdict, dataclass
 
 import torch
@@ -113,8 +114,10 @@ def _check_module(module: str, package: str) -> Check:
 
 def _check_registrations() -> list[Check]:
     try:
-        importlib.import_module("verl")
-        register = importlib.import_module("pearl_verl.verl_plugin.register")
+        with warnings.catch_warnings():  # verl warns about every engine it cannot import on CPU
+            warnings.simplefilter("ignore")
+            importlib.import_module("verl")
+            register = importlib.import_module("pearl_verl.verl_plugin.register")
     except Exception as exc:  # the real import error verl would have swallowed
         logger.debug("importing the pearl_verl plugin failed", exc_info=True)
         return [Check("plugin import", False, f"{type(exc).__name__}: {exc}", "fix the import error above")]

@@ -1,0 +1,141 @@
+"""``pearl-verl advantage``: PEARL advantages for judged dialogues read from a JSONL file.
+
+Each line is one dialogue in the reward manager's ``reward_extra_info`` format plus its group id:
+``{"uid": ..., "acc": 0.9, ..., "emotion": 1.0, "judge_ok": 1, "completed": 1, "tutor_turns": 6}``
+(dimension scores may be null where ``judge_ok`` is 0; any other keys, such as ``note``, are
+shown but not used). The report shows, per group, each dialogue's shaped rewards r~ and final
+advantage, then the batch metrics the trainer would log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, compute_pearl_advantage_breakdown
+from pearl_verl.metrics import advantage_metrics
+from pearl_verl.reward_fields import PearlInputs, inputs_from_rows
+
+EXAMPLE_FILE = "example_judged_dialogues.jsonl"
+_COL = 8  # column width: fits every default dimension name
+
+
+@dataclass(frozen=True)
+class AdvantageReport:
+    """The judged rows, the estimator's inputs and intermediates, and the batch metrics."""
+
+    rows: list[dict[str, Any]]
+    inputs: PearlInputs
+    breakdown: AdvantageBreakdown
+    metrics: dict[str, float]
+    config: AdvantageConfig
+
+
+def example_path() -> Path:
+    """The judged-dialogue example shipped inside the package (the command's default input)."""
+    return Path(str(resources.files("pearl_verl.resources").joinpath(EXAMPLE_FILE)))
+
+
+def load_judged_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Read a JSONL file of judged dialogues.
+
+    Raises:
+        ValueError: ``<file>:<line>: ...`` for a line that is not a JSON object or lacks ``uid``.
+    """
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{line_no}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}.")
+            if "uid" not in row:
+                raise ValueError(f"{path}:{line_no}: missing field 'uid' (the group id of the dialogue).")
+            rows.append({**row, "_line": line_no})
+    if not rows:
+        raise ValueError(f"{path}: no judged dialogues found.")
+    return rows
+
+
+def build_report(rows: list[dict[str, Any]], config: AdvantageConfig) -> AdvantageReport:
+    """Run the estimator on judged rows exactly as the trainer would."""
+    labels = [f"line {row.get('_line', i + 1)}" for i, row in enumerate(rows)]
+    inputs = inputs_from_rows(rows, config, labels=labels)
+    breakdown = compute_pearl_advantage_breakdown(
+        inputs.dim_scores,
+        inputs.num_turns,
+        inputs.completed,
+        [str(row["uid"]) for row in rows],
+        gamma=config.gamma,
+        weights=config.weights,
+        valid=inputs.valid,
+        epsilon=config.epsilon,
+        discretize=config.discretize,
+        aggregation=config.aggregation,
+    )
+    metrics = advantage_metrics(inputs, breakdown, config.dims)
+    return AdvantageReport(rows=rows, inputs=inputs, breakdown=breakdown, metrics=metrics, config=config)
+
+
+def format_report(report: AdvantageReport) -> str:
+    """A fixed-width table per group, then the metrics."""
+    cfg = report.config
+    header = (
+        f"PEARL advantage: gamma={cfg.gamma}, discretize={cfg.discretize}, aggregation={cfg.aggregation}, "
+        f"weights={'uniform' if cfg.weights is None else list(cfg.weights)}"
+    )
+    lines = [header, "columns: shaped reward r~ per dimension (discretized, turn-decayed), then advantage A"]
+    dims_header = " ".join(f"{d[:_COL]:>{_COL}}" for d in cfg.dims)
+    for uid, members in _groups(report.rows):
+        lines.append("")
+        lines.append(f"group {uid} ({len(members)} dialogues)")
+        lines.append(f"  {'turns':>5} {'done':>4} {'judge':>5} {dims_header} {'A':>7}  note")
+        for i in members:
+            lines.append("  " + _member_line(report, i))
+    lines.append("")
+    lines.append("metrics (as logged by the trainer):")
+    lines.extend(f"  {key} = {value:.4f}" for key, value in sorted(report.metrics.items()))
+    return "\n".join(lines)
+
+
+def report_as_json(report: AdvantageReport) -> list[dict[str, Any]]:
+    """One JSON-ready dict per dialogue: its input row plus shaped rewards and advantage."""
+    out = []
+    for i, row in enumerate(report.rows):
+        shaped = report.breakdown.rewards[i].tolist()
+        out.append(
+            {
+                **{k: v for k, v in row.items() if k != "_line"},
+                "shaped": {d: (None if v != v else round(v, 6)) for d, v in zip(report.config.dims, shaped)},
+                "advantage": round(float(report.breakdown.advantages[i]), 6),
+            }
+        )
+    return out
+
+
+def _groups(rows: list[dict[str, Any]]) -> Iterable[tuple[str, list[int]]]:
+    order: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        order.setdefault(str(row["uid"]), []).append(i)
+    return order.items()
+
+
+def _member_line(report: AdvantageReport, i: int) -> str:
+    inputs, bd = report.inputs, report.breakdown
+    if bool(inputs.valid[i]):
+        shaped = " ".join(f"{v:{_COL}.3f}" for v in bd.rewards[i].tolist())
+    else:
+        shaped = " ".join(f"{'-':>{_COL}}" for _ in report.config.dims)
+    return (
+        f"{int(inputs.num_turns[i]):>5} {'yes' if inputs.completed[i] else 'no':>4} "
+        f"{'ok' if inputs.valid[i] else 'FAIL':>5} {shaped} {float(bd.advantages[i]):+7.3f}  "
+        f"{report.rows[i].get('note', '')}"
+    )
