@@ -23,6 +23,7 @@ install_requires = [
     "torch>=2.6",
     "transformers>=5.5.3,<5.11",
     "numpy>=2.0",
+    "pandas>=2.0",  # factorize: hash-based group ids for the estimator
     "hydra-core>=1.3",
     "omegaconf>=2.3",
     "networkx>=3.0",
