@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, compute_pearl_advantage_breakdown
+from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig
 from pearl_verl.metrics import advantage_metrics
-from pearl_verl.reward_fields import PearlInputs, inputs_from_rows
+from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs, inputs_from_rows
 
 EXAMPLE_FILE = "example_judged_dialogues.jsonl"
 _COL = 8  # column width: fits every default dimension name
@@ -69,18 +69,7 @@ def build_report(rows: list[dict[str, Any]], config: AdvantageConfig) -> Advanta
     """Run the estimator on judged rows exactly as the trainer would."""
     labels = [f"line {row.get('_line', i + 1)}" for i, row in enumerate(rows)]
     inputs = inputs_from_rows(rows, config, labels=labels)
-    breakdown = compute_pearl_advantage_breakdown(
-        inputs.dim_scores,
-        inputs.num_turns,
-        inputs.completed,
-        [str(row["uid"]) for row in rows],
-        gamma=config.gamma,
-        weights=config.weights,
-        valid=inputs.valid,
-        epsilon=config.epsilon,
-        discretize=config.discretize,
-        aggregation=config.aggregation,
-    )
+    breakdown = breakdown_from_inputs(inputs, [str(row["uid"]) for row in rows], config)
     metrics = advantage_metrics(inputs, breakdown, config.dims)
     return AdvantageReport(rows=rows, inputs=inputs, breakdown=breakdown, metrics=metrics, config=config)
 

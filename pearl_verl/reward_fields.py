@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pearl_verl.advantage import AdvantageConfig
+from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, compute_pearl_advantage_breakdown
 from pearl_verl.dims import COMPLETED_KEY, JUDGE_OK_KEY, TUTOR_TURNS_KEY
 
 
@@ -41,6 +41,22 @@ class PearlInputs:
 
     def __len__(self) -> int:
         return self.dim_scores.shape[0]
+
+
+def breakdown_from_inputs(inputs: PearlInputs, index: Any, config: AdvantageConfig) -> AdvantageBreakdown:
+    """The estimator on ``inputs`` with every setting taken from ``config``."""
+    return compute_pearl_advantage_breakdown(
+        inputs.dim_scores,
+        inputs.num_turns,
+        inputs.completed,
+        index,
+        gamma=config.gamma,
+        weights=config.weights,
+        valid=inputs.valid,
+        epsilon=config.epsilon,
+        discretize=config.discretize,
+        aggregation=config.aggregation,
+    )
 
 
 def inputs_from_rows(

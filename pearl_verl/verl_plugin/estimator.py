@@ -9,6 +9,7 @@ estimator falls back to the scalar reward as a single dimension (no turns, all c
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 from collections.abc import Callable
@@ -19,10 +20,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo.core_algos import register_adv_est
 
-from pearl_verl.advantage import AdvantageConfig, compute_pearl_advantage_breakdown
+from pearl_verl.advantage import AdvantageConfig
 from pearl_verl.config import PearlConfig, load_pearl_config
 from pearl_verl.metrics import advantage_metrics
-from pearl_verl.reward_fields import PearlInputs
+from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -62,25 +63,11 @@ def compute_pearl_outcome_advantage(
     settings = pearl_config if pearl_config is not None else settings_from_algorithm_config(config)
     if pearl_inputs is None:
         pearl_inputs = _scalar_inputs(token_level_rewards)
-        dims: tuple[str, ...] = ("reward",)
-        weights = None
-    else:
-        dims, weights = settings.dims, settings.weights
+        settings = dataclasses.replace(settings, dims=("reward",), weights=None)
     # The judge fields live on the CPU and the math takes milliseconds there, even for 64k samples.
-    breakdown = compute_pearl_advantage_breakdown(
-        pearl_inputs.dim_scores,
-        pearl_inputs.num_turns,
-        pearl_inputs.completed,
-        index,
-        gamma=settings.gamma,
-        weights=weights,
-        valid=pearl_inputs.valid,
-        epsilon=settings.epsilon,
-        discretize=settings.discretize,
-        aggregation=settings.aggregation,
-    )
+    breakdown = breakdown_from_inputs(pearl_inputs, index, settings)
     if metrics is not None:
-        metrics.update(advantage_metrics(pearl_inputs, breakdown, dims))
+        metrics.update(advantage_metrics(pearl_inputs, breakdown, settings.dims))
     advantages = breakdown.advantages.to(response_mask.device).unsqueeze(-1) * response_mask
     return advantages, advantages
 
