@@ -28,6 +28,7 @@ install_requires = [
     "omegaconf>=2.3",
     "networkx>=3.0",
     "openai>=1.40",
+    "aiohttp>=3.9",  # the local OpenAI-compatible server used by tests, benchmarks and fault drills
     "math-verify>=0.7",
     "tqdm",
 ]

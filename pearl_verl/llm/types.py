@@ -1,0 +1,178 @@
+"""Types shared by every LLM call in pearl_verl (student, judge, knowledge extraction, teachers)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = Mapping[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Sampling settings of one role (the student and the judge use different ones).
+
+    Attributes:
+        temperature: sampling temperature (paper: 1.0 for tutor and student, 0.3 for the judge).
+        top_p: nucleus sampling (paper: 1.0).
+        top_k: top-k sampling, sent as vLLM's ``top_k`` extra field; None leaves the server default
+            (paper: 50 for tutor and student, 20 for the judge).
+        max_tokens: completion token cap; None leaves the server default.
+        n: completions per request (self-consistency).
+        seed: per-request sampling seed; None for none.
+        stop: stop strings.
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    max_tokens: int | None = None
+    n: int = 1
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"temperature={self.temperature!r} must be a finite number >= 0.")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p={self.top_p!r} must lie in (0, 1].")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError(f"top_k={self.top_k!r} must be >= 1, or None for the server default.")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens={self.max_tokens!r} must be >= 1, or None for the server default.")
+        if self.n < 1:
+            raise ValueError(f"n={self.n!r} must be >= 1.")
+        object.__setattr__(self, "stop", tuple(self.stop))
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """An OpenAI-compatible chat endpoint (``vllm serve``, a hosted API, or a local test server).
+
+    Attributes:
+        base_url: e.g. ``http://judge-host:8000/v1``.
+        model: the served model name.
+        api_key_env: name of the environment variable holding the API key; None sends the
+            placeholder key that ``vllm serve`` accepts. The key itself never appears in configs.
+        timeout_s: per-attempt timeout in seconds.
+        max_retries: retries after the first attempt, for timeouts, connection errors, HTTP 429
+            and 5xx (other HTTP errors are configuration errors and fail at once).
+        backoff_s: first retry delay; doubles per retry (with jitter) up to ``backoff_max_s``.
+        backoff_max_s: cap of a single retry delay (also caps a server's Retry-After).
+        max_concurrency: requests in flight at once from one client.
+    """
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    backoff_max_s: float = 8.0
+    max_concurrency: int = 64
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url={self.base_url!r} must start with http:// or https:// (e.g. http://host:8000/v1).")
+        if not self.model:
+            raise ValueError("model must name the served model (the name given to vllm serve --served-model-name).")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s={self.timeout_s!r} must be > 0.")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries={self.max_retries!r} must be >= 0.")
+        if self.backoff_s < 0 or self.backoff_max_s < self.backoff_s:
+            raise ValueError(f"need 0 <= backoff_s ({self.backoff_s}) <= backoff_max_s ({self.backoff_max_s}).")
+        if self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency={self.max_concurrency!r} must be >= 1.")
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """What one chat call returned.
+
+    Attributes:
+        texts: one completion per requested sample (``SamplingConfig.n``); may be empty strings.
+        finish_reasons: per completion, e.g. ``"stop"`` or ``"length"`` (truncated).
+        prompt_tokens: prompt tokens as reported by the server (0 if not reported).
+        completion_tokens: completion tokens as reported by the server (0 if not reported).
+        latency_s: wall time of the call including retries.
+        attempts: HTTP attempts made (1 = no retry).
+    """
+
+    texts: tuple[str, ...]
+    finish_reasons: tuple[str | None, ...] = ()
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 1
+
+    @property
+    def text(self) -> str:
+        """The first completion."""
+        return self.texts[0]
+
+
+class LLMCallError(RuntimeError):
+    """A chat call that failed for good (after its retries, or at once for a configuration error).
+
+    Attributes:
+        reason: a short machine-readable cause: ``timeout``, ``connection``, ``http_429``,
+            ``http_500``, ``http_400``, ``bad_response``...
+        attempts: HTTP attempts made.
+    """
+
+    def __init__(self, message: str, reason: str, attempts: int) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.attempts = attempts
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """Anything that answers chat messages: the HTTP client, or a test double."""
+
+    async def chat(self, messages: Sequence[Message], sampling: SamplingConfig | None = None) -> ChatResult:
+        """One chat completion call; raises :class:`LLMCallError` when it fails for good."""
+        ...
+
+
+@dataclass
+class UsageMeter:
+    """Counters of one client's calls, for metrics (``pearl/<component>/...``) and reports."""
+
+    calls: int = 0
+    attempts: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    failure_reasons: dict[str, int] = field(default_factory=dict)
+
+    def record(self, result: ChatResult | None, attempts: int, latency_s: float, reason: str | None = None) -> None:
+        """Count one finished call (``result`` None when it failed with ``reason``)."""
+        self.calls += 1
+        self.attempts += attempts
+        self.latency_s += latency_s
+        if result is None:
+            self.failures += 1
+            key = reason or "unknown"
+            self.failure_reasons[key] = self.failure_reasons.get(key, 0) + 1
+        else:
+            self.prompt_tokens += result.prompt_tokens
+            self.completion_tokens += result.completion_tokens
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counters as a plain dict (retries = attempts beyond the first of each call)."""
+        return {
+            "calls": self.calls,
+            "attempts": self.attempts,
+            "retries": self.attempts - self.calls,
+            "failures": self.failures,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": self.latency_s,
+            "failure_reasons": dict(self.failure_reasons),
+        }
