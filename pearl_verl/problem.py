@@ -1,0 +1,43 @@
+"""A math problem as every part of pearl_verl sees it: question, reference solution, final answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem.
+
+    Attributes:
+        problem_id: stable id, e.g. ``gsm8k-test-0042``; keys caches and groups.
+        question: the problem statement.
+        reference_solution: a worked solution (GSM8K's rationale, MATH's solution).
+        answer: the final answer, normalised once at data preparation (GSM8K ``####``, MATH
+            ``\\boxed{}``); compare answers with math-verify, never as strings.
+        source: the dataset (verl's ``data_source``), e.g. ``gsm8k``.
+    """
+
+    problem_id: str
+    question: str
+    reference_solution: str
+    answer: str
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("problem_id", "question", "answer"):
+            if not str(getattr(self, name)).strip():
+                raise ValueError(f"Problem.{name} is empty (problem_id={self.problem_id!r}).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Problem:
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        unknown = set(data) - {"problem_id", "question", "reference_solution", "answer", "source"}
+        if unknown:
+            raise ValueError(f"Unknown Problem field(s) {sorted(unknown)}.")
+        return cls(**data)
