@@ -14,6 +14,7 @@ STUDENT, TUTOR = "student", "tutor"
 END_REASONS: tuple[str, ...] = (
     "tutor_ended",  # the tutor wrote the end-of-session marker
     "student_concluded",  # the student solved the problem and concluded
+    "student_left",  # the student ended the session without solving (gave up, disengaged)
     "turn_limit",  # the tutor-turn limit was reached
     "token_budget",  # the response-token budget was spent
     "student_error",  # the student backend failed for good
