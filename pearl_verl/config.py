@@ -19,14 +19,40 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class AgentConfig:
+    """Settings of the ``pearl_tutor`` agent loop (root config section ``pearl.agent``).
+
+    Attributes:
+        max_tutor_turns: tutor turns before an episode is cut off (paper: 15 in training, 20 in
+            evaluation).
+        include_reference: show the reference solution to the tutor in its system message.
+        max_tokens_per_turn: cap on one tutor turn's tokens; a turn that hits it ends the episode
+            as incomplete (``token_budget``). None: only the episode's response budget
+            (``data.max_response_length``) applies.
+    """
+
+    max_tutor_turns: int = 15
+    include_reference: bool = True
+    max_tokens_per_turn: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tutor_turns < 1:
+            raise ValueError(f"pearl.agent.max_tutor_turns={self.max_tutor_turns} must be >= 1 (paper: 15).")
+        if self.max_tokens_per_turn is not None and self.max_tokens_per_turn < 1:
+            raise ValueError(f"pearl.agent.max_tokens_per_turn={self.max_tokens_per_turn} must be >= 1 or null.")
+
+
+@dataclass(frozen=True)
 class PearlConfig:
     """Everything under the root ``pearl:`` key.
 
     Attributes:
         advantage: the PEARL estimator's settings.
+        agent: the tutor-student agent loop's settings.
     """
 
     advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
 
 
 def load_pearl_config(section: Mapping[str, Any] | None) -> PearlConfig:

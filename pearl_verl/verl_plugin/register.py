@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as AGENT_LOOP_REGISTRY
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 
-from pearl_verl.verl_plugin import estimator, trainer_v1
+from pearl_verl.verl_plugin import agent_loop, estimator, trainer_v1
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Registration:
 
     @property
     def present(self) -> bool:
-        return self.registry.get(self.name) is self.expected
+        return self.registry.get(self.name) == self.expected
 
 
 REGISTRATIONS: tuple[Registration, ...] = (
@@ -45,6 +46,13 @@ REGISTRATIONS: tuple[Registration, ...] = (
         TRAINER_REGISTRY,
         trainer_v1.PearlSyncTrainer,
         f"trainer.v1.trainer_mode={trainer_v1.TRAINER_MODE}",
+    ),
+    Registration(
+        "agent loop",
+        agent_loop.AGENT_NAME,
+        AGENT_LOOP_REGISTRY,
+        {"_target_": f"{agent_loop.PearlTutorAgentLoop.__module__}.{agent_loop.PearlTutorAgentLoop.__qualname__}"},
+        f"actor_rollout_ref.rollout.agent.default_agent_loop={agent_loop.AGENT_NAME}",
     ),
 )
 

@@ -27,14 +27,17 @@ def test_import_verl_alone_registers_everything_in_a_fresh_process():
         "import json, verl\n"
         "from verl.trainer.ppo.core_algos import get_adv_estimator_fn\n"
         "from verl.trainer.ppo.v1 import get_trainer_cls\n"
+        "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry\n"
         "fn = get_adv_estimator_fn('pearl'); cls = get_trainer_cls('pearl_sync')\n"
-        "print(json.dumps([fn.__module__ + '.' + fn.__name__, cls.__module__ + '.' + cls.__name__]))\n"
+        "print(json.dumps([fn.__module__ + '.' + fn.__name__, cls.__module__ + '.' + cls.__name__,\n"
+        "                  _agent_loop_registry['pearl_tutor']['_target_']]))\n"
     )
     proc = _fresh_python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [
         "pearl_verl.verl_plugin.estimator.compute_pearl_outcome_advantage",
         "pearl_verl.verl_plugin.trainer_v1.PearlSyncTrainer",
+        "pearl_verl.verl_plugin.agent_loop.PearlTutorAgentLoop",
     ]
 
 

@@ -1,0 +1,139 @@
+"""Offline stand-ins for hub models: a ChatML tokenizer trained locally and tiny random Qwen3 models.
+
+No model hub is reachable on CPU test machines. These build in about a second, save with
+``save_pretrained`` and load anywhere a model path is expected (verl's ``model.path`` included).
+The tokenizer follows Qwen's ChatML conventions (``<|im_start|>``, ``<|im_end|>``, ``"\\n"`` as one
+token) so verl's Qwen continuous-token builder applies to it unchanged. They are for tests and CPU
+runs only: random weights teach nothing about tutoring.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3MoeConfig
+
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+# Enough tutoring-dialogue text for a byte-level BPE to learn useful merges; every byte is in the
+# base alphabet, so any text still tokenizes.
+_CORPUS = [
+    "Let's work through this together. What is the problem asking you to find?",
+    "Good thinking! Can you explain how you got that number? Try the next step.",
+    "I think the answer is 12 because 3 times 4 is 12. Is that right?",
+    "I'm not sure how to start. Could you give me a hint about the first step?",
+    "Let's check that step again. What do you get when you add the two amounts?",
+    "Great job, that's correct! Let's recap the key idea before we finish.",
+    "The store sold 48 apples in April and half as many in May. How many in total?",
+    "So 48 / 2 = 24, and 48 + 24 = 72 apples altogether.",
+    "What fraction of the pizza is left? 1/2, 3/4, 5/8, 0.25, 100%, $15.50",
+    "Hmm, I got 15. Wait, I think I made a mistake. Let me try again.",
+    "You're doing great. Mistakes are how we learn. What could you try differently?",
+    "Can you solve 2x + 3 = 11 for x? First subtract 3 from both sides.",
+    "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 25 30 40 50 60 70 80 90 100 1000",
+    "+ - * / = ( ) . , ? ! : ; ' \" % $",
+]
+
+
+def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 512) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE tokenizer with a ChatML chat template and save it to ``out_dir``.
+
+    Returns:
+        The tokenizer; ``out_dir`` then holds files ``AutoTokenizer.from_pretrained`` reads.
+    """
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        additional_special_tokens=["<|im_start|>", "<|endoftext|>"],
+    )
+    fast.chat_template = CHATML_TEMPLATE
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(out)
+    return fast
+
+
+def tiny_qwen3_moe_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast) -> Qwen3MoeConfig:
+    """A 2-layer, 4-expert (top-2) Qwen3-MoE config: the paper's architecture family at toy size."""
+    return Qwen3MoeConfig(
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        moe_intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+
+
+def tiny_qwen3_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast) -> Qwen3Config:
+    """A 2-layer dense Qwen3 config (a cheaper stand-in when MoE routing is not under test)."""
+    return Qwen3Config(
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+
+
+def build_tiny_model(out_dir: str | Path, moe: bool = True, seed: int = 0) -> Path:
+    """Save an offline tokenizer and a tiny random Qwen3(-MoE) causal LM to ``out_dir``.
+
+    Args:
+        out_dir: destination; becomes a valid ``from_pretrained`` / verl ``model.path``.
+        moe: Qwen3-MoE (default, as the paper's tutor) or dense Qwen3.
+        seed: weight initialisation seed.
+
+    Returns:
+        ``out_dir`` as a Path.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    out = Path(out_dir)
+    tokenizer = build_offline_tokenizer(out)
+    vocab = len(tokenizer)
+    config = tiny_qwen3_moe_config(vocab, tokenizer) if moe else tiny_qwen3_config(vocab, tokenizer)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.save_pretrained(out)
+    (out / "generation_config.json").write_text(
+        json.dumps({"eos_token_id": config.eos_token_id, "pad_token_id": config.pad_token_id})
+    )
+    return out
