@@ -87,3 +87,43 @@ def test_inputs_are_not_mutated():
     before = dict(row)
     inputs_from_rows([row], CFG)
     assert row == before
+
+
+def _episode(end_reason="tutor_ended"):
+    from pearl_verl.episode import DialogueTurn, EpisodeRecord
+    from pearl_verl.problem import Problem
+    from pearl_verl.student.types import StudentCondition
+
+    turns = (DialogueTurn("student", "help"), DialogueTurn("tutor", "what first?"), DialogueTurn("student", "4"))
+    return EpisodeRecord(Problem("p", "q", "s", "4"), StudentCondition(), turns, (), end_reason)
+
+
+def test_reward_info_of_a_scored_dialogue():
+    from pearl_verl.dims import DIMENSIONS
+    from pearl_verl.judge.types import JudgeResult
+    from pearl_verl.reward_fields import reward_info
+
+    dims = {d: 0.5 for d in DIMENSIONS} | {"acc": 0.9}
+    score, info = reward_info(_episode(), JudgeResult(ok=True, dims=dims, gate=1, latency_s=0.2))
+    assert score == pytest.approx((0.9 + 7 * 0.5) / 8)
+    assert info["judge_ok"] == 1 and info["completed"] == 1 and info["tutor_turns"] == 1 and info["acc"] == 0.9
+    _, gated = reward_info(_episode(), JudgeResult(ok=True, dims=dims, gate=0))
+    assert gated["completed"] == 0
+    _, cut = reward_info(_episode("turn_limit"), JudgeResult(ok=True, dims=dims, gate=1))
+    assert cut["completed"] == 0 and cut["judge_ok"] == 1
+
+
+@pytest.mark.parametrize("case", ["judge_failed", "not_judged", "student_error"])
+def test_reward_info_flags_failures_with_the_same_keys(case):
+    from pearl_verl.dims import DIMENSIONS
+    from pearl_verl.judge.types import JudgeResult
+    from pearl_verl.reward_fields import reward_info
+
+    ok_dims = {d: 0.7 for d in DIMENSIONS}
+    result = {"judge_failed": JudgeResult(ok=False, error="malformed JSON"), "not_judged": None,
+              "student_error": JudgeResult(ok=True, dims=ok_dims, gate=1)}[case]
+    episode = _episode("student_error" if case == "student_error" else "tutor_ended")
+    score, info = reward_info(episode, result)
+    _, reference = reward_info(_episode(), JudgeResult(ok=True, dims=ok_dims, gate=1))
+    assert score == 0.0 and info["judge_ok"] == 0 and info["completed"] == 0
+    assert set(info) == set(reference) and all(info[d] == 0.0 for d in DIMENSIONS)

@@ -1,0 +1,1 @@
+"""Datasets into pearl_verl's records: problem sources, student-condition sampling, verl parquet."""
