@@ -26,9 +26,10 @@ class AgentConfig:
         max_tutor_turns: tutor turns before an episode is cut off (paper: 15 in training, 20 in
             evaluation).
         include_reference: show the reference solution to the tutor in its system message.
-        max_tokens_per_turn: cap on one tutor turn's tokens; a turn that hits it ends the episode
-            as incomplete (``token_budget``). None: only the episode's response budget
-            (``data.max_response_length``) applies.
+        max_tokens_per_turn: cap on one tutor turn's tokens; a turn cut there is closed with an
+            end-of-turn token the policy is not trained on (mask 0) and the dialogue goes on.
+            None: only the episode's response budget (``data.max_response_length``) applies;
+            spending that ends the episode as incomplete (``token_budget``).
     """
 
     max_tutor_turns: int = 15

@@ -115,7 +115,15 @@ class StudentTurnState:
     llm_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "intent": list(self.intent), "mastery": dict(self.mastery)}
+        return {
+            "turn": self.turn,
+            "intent": list(self.intent),
+            "attempt": self.attempt,
+            "mastery": dict(self.mastery),
+            "solved": self.solved,
+            "concluded": self.concluded,
+            "llm_calls": self.llm_calls,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StudentTurnState:

@@ -12,18 +12,19 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from verl.trainer.ppo import core_algos
 from verl.trainer.ppo.core_algos import register_adv_est
 
 from pearl_verl.advantage import AdvantageConfig
 from pearl_verl.config import PearlConfig, load_pearl_config
 from pearl_verl.metrics import advantage_metrics
-from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs
+from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs, inputs_from_rows
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,51 @@ def compute_pearl_outcome_advantage(
         metrics.update(advantage_metrics(pearl_inputs, breakdown, settings.dims))
     advantages = breakdown.advantages.to(response_mask.device).unsqueeze(-1) * response_mask
     return advantages, advantages
+
+
+def scalar_advantages(
+    algorithm_config: Any,
+    index: np.ndarray,
+    rows: Sequence[Mapping[str, Any]],
+    settings: AdvantageConfig,
+    metrics: dict[str, float] | None = None,
+    rewards: torch.Tensor | None = None,
+    padding: Sequence[bool] | None = None,
+) -> torch.Tensor:
+    """One advantage per sample from per-sample reward fields, through verl's estimator dispatch.
+
+    Args:
+        algorithm_config: verl's ``algorithm`` config; its ``adv_estimator`` is looked up in verl's
+            registry and must accept ``pearl_inputs``.
+        index: (bs,) group ids.
+        rows: per-sample ``reward_extra_info`` dicts.
+        settings: the estimator settings.
+        metrics: filled with ``pearl/...`` metrics when given.
+        rewards: (bs,) scalar rewards, passed as ``token_level_rewards`` (unused by ``pearl``).
+        padding: (bs,) True for verl's synthetic padding rows.
+
+    Returns:
+        (bs,) float32 advantages A_i.
+    """
+    estimator = core_algos.get_adv_estimator_fn(algorithm_config.adv_estimator)
+    if not accepts_pearl_inputs(estimator):
+        raise ValueError(
+            f"algorithm.adv_estimator={algorithm_config.adv_estimator!r} takes no per-dimension judge fields; "
+            f"use algorithm.adv_estimator={ESTIMATOR_NAME}."
+        )
+    inputs = inputs_from_rows(rows, settings, padding)
+    scores = (rewards if rewards is not None else torch.zeros(len(rows))).reshape(-1, 1).float()
+    # A one-token mask makes the estimator return its scalar A_i per row.
+    scalar, _ = estimator(
+        token_level_rewards=scores,
+        response_mask=torch.ones_like(scores),
+        index=index,
+        config=algorithm_config,
+        pearl_inputs=inputs,
+        pearl_config=settings,
+        metrics=metrics,
+    )
+    return scalar[:, 0]
 
 
 def accepts_pearl_inputs(estimator: Callable[..., Any]) -> bool:

@@ -26,8 +26,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from pearl_verl.reward_fields import inputs_from_rows
-from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_root
+from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_root, scalar_advantages
 
 logger = logging.getLogger(__name__)
 
@@ -59,20 +58,16 @@ class PearlSyncTrainer(PPOTrainerSync):
         proto, corrected = self._apply_rollout_correction(proto, metrics)
 
         final_rows, row_to_final = final_session_rows(batch.keys)
-        settings = self.pearl_config.advantage
-        inputs = inputs_from_rows([infos[i] for i in final_rows], settings, [padding[i] for i in final_rows])
-        scores = proto.batch["rm_scores"][final_rows].sum(dim=-1, keepdim=True)
-        # A one-token mask makes the estimator return its scalar A_i per final session row.
-        scalar, _ = estimator(
-            token_level_rewards=scores,
-            response_mask=torch.ones_like(scores),
-            index=uids[final_rows],
-            config=self.config.algorithm,
-            pearl_inputs=inputs,
-            pearl_config=settings,
+        scalar = scalar_advantages(
+            self.config.algorithm,
+            uids[final_rows],
+            [infos[i] for i in final_rows],
+            self.pearl_config.advantage,
             metrics=metrics,
+            rewards=proto.batch["rm_scores"][final_rows].sum(dim=-1),
+            padding=[padding[i] for i in final_rows],
         )
-        advantages = scalar[row_to_final] * proto.batch["response_mask"]
+        advantages = scalar[row_to_final].unsqueeze(-1) * proto.batch["response_mask"]
         output = {"advantages": advantages, "returns": advantages}
         if corrected:
             output["response_mask"] = proto.batch["response_mask"]

@@ -8,10 +8,8 @@
 #
 #   bash recipes/pearl/run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh [extra hydra overrides]
 #   bash recipes/pearl/run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh --dry-run   # print the command only
-set -euo pipefail
-
-DRY_RUN=0
-if [[ "${1:-}" == "--dry-run" ]]; then DRY_RUN=1; shift; fi
+set -xeuo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # ---- user-adjustable ----
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen3-30B-A3B-Instruct-2507}
@@ -99,11 +97,5 @@ TRAINER=(
     trainer.total_epochs=${total_epochs}
 )
 
-CMD=(python3 -m pearl_verl.verl_plugin.main_ppo
-    "${DATA[@]}" "${ALGORITHM[@]}" "${MODEL[@]}" "${ACTOR[@]}" "${ROLLOUT[@]}" "${TRAINER[@]}" "$@")
-
-if (( DRY_RUN )); then
-    printf '%s\n' "${CMD[@]}"
-    exit 0
-fi
-exec "${CMD[@]}"
+run_or_print python3 -m pearl_verl.verl_plugin.main_ppo \
+    "${DATA[@]}" "${ALGORITHM[@]}" "${MODEL[@]}" "${ACTOR[@]}" "${ROLLOUT[@]}" "${TRAINER[@]}" "${RECIPE_ARGS[@]}"

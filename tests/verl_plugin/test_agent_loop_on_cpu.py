@@ -28,6 +28,10 @@ def tokenizer(tmp_path_factory):
     return build_offline_tokenizer(tmp_path_factory.mktemp("tok"))
 
 
+def IM_END(tokenizer):
+    return tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+
 def _text(rng, n_words):
     return " ".join(rng.choice(WORDS) for _ in range(n_words)).strip() or "ok"
 
@@ -135,18 +139,22 @@ def _expected_rendering(tokenizer, server, simulator, opening, response_length):
 
 def test_mask_and_tokens_over_many_random_dialogues(verl_config, tokenizer, monkeypatch):
     async def run_all():
-        stats = {"truncated": 0, "reasons": set()}
+        stats = {"truncated": 0, "reasons": set(), "closed_turns": 0}
         for i in range(1000):
             rng = random.Random(i)
             server, simulator = FakeServer(tokenizer, rng), FakeSimulator(rng)
             length = rng.choice([40, 90, 400])  # small budgets force truncation
-            loop = await _loop(verl_config, tokenizer, server, simulator, monkeypatch, response_length=length)
+            cap = rng.choice([None, 6, 15])  # per-turn caps cut turns that then continue
+            extra = () if cap is None else (f"+pearl.agent.max_tokens_per_turn={cap}",)
+            loop = await _loop(verl_config, tokenizer, server, simulator, monkeypatch, response_length=length, extra=extra)
             out = await loop.run({"temperature": 1.0}, **_row())
             _check_one(out, server, simulator, length, tokenizer, stats)
+            stats["closed_turns"] += sum(ids[-1] != IM_END(tokenizer) for ids in server.generated[:-1])
         return stats
 
     stats = asyncio.run(run_all())
-    assert stats["truncated"] > 50 and {"tutor_ended", "turn_limit", "token_budget", "student_concluded"} <= stats["reasons"]
+    assert stats["truncated"] > 50 and stats["closed_turns"] > 100
+    assert {"tutor_ended", "turn_limit", "token_budget", "student_concluded"} <= stats["reasons"]
 
 
 def _check_one(out, server, simulator, length, tokenizer, stats):
