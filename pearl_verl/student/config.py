@@ -1,0 +1,127 @@
+"""``StudentConfig``: the student simulator's settings (to sit under the root ``pearl.student`` section)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pearl_verl.llm.types import EndpointConfig, SamplingConfig
+
+SIMULATORS: tuple[str, ...] = ("pearl", "mathdial", "socraticlm")
+BACKENDS: tuple[str, ...] = ("offline", "llm")
+PLANNERS: tuple[str, ...] = ("llm", "rules")
+DECOMPOSERS: tuple[str, ...] = ("llm", "rules")
+PARSE_FAILURE_POLICIES: tuple[str, ...] = ("fallback", "raise")
+
+
+@dataclass(frozen=True)
+class StudentConfig:
+    """Settings of the simulated student.
+
+    Attributes:
+        simulator: ``pearl`` (the controllable simulator), ``mathdial`` or ``socraticlm`` (the
+            prompt-only baselines used for cross-simulator evaluation; LLM backend only).
+        backend: ``llm`` (an OpenAI-compatible endpoint, e.g. ``vllm serve``) or ``offline`` (the
+            deterministic CPU stand-in: rule planner and template realiser; not the paper's model).
+        base_url: the student endpoint, e.g. ``http://student-host:8000/v1`` (backend ``llm``).
+        model: the served model name (paper: Qwen3-30B-A3B-Instruct-2507).
+        api_key_env: environment variable holding the API key; None for ``vllm serve`` without a key.
+        timeout_s: per-attempt request timeout.
+        max_retries: transport retries per call (timeouts, 429, 5xx).
+        max_concurrency: requests in flight per client.
+        temperature: student sampling temperature (paper: 1.0).
+        top_p: nucleus sampling (paper: 1.0).
+        top_k: top-k sampling (paper: 50); None leaves the server default.
+        max_tokens: cap on one student message's tokens.
+        planner: ``llm`` (an LLM call chooses the behaviour labels) or ``rules`` (the offline
+            planner's labels; one LLM call per turn fewer). The attempt outcome is always drawn by
+            the cognitive model from mastery and profile (docs/simulator.md).
+        refine: run the refine call when the cheap consistency check fails.
+        parse_attempts: LLM calls a role may spend on replies that fail strict parsing (>= 1).
+        on_parse_failure: ``fallback`` (use the offline role for that turn, counted) or ``raise``
+            (raise ``LLMCallError`` with reason ``parse``, which ends the episode flagged).
+        decomposer: ``llm`` or ``rules``; None picks ``llm`` for backend ``llm``, else ``rules``.
+        cache_dir: directory of the decomposition cache; None keeps decompositions in memory only.
+        curriculum_path: a custom curriculum JSON; None uses the shipped one.
+        strict_prerequisites: reject an explicit initial mastery that puts a unit above one of its
+            prerequisites (ValueError); False keeps such a state as stated.
+        allow_leaving: let a frustrated student end the session.
+        max_message_chars: longest allowed student message (longer ones fail the cheap check).
+    """
+
+    simulator: str = "pearl"
+    backend: str = "offline"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    max_concurrency: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int | None = 50
+    max_tokens: int = 256
+    planner: str = "llm"
+    refine: bool = True
+    parse_attempts: int = 2
+    on_parse_failure: str = "fallback"
+    decomposer: str | None = None
+    cache_dir: str | None = None
+    curriculum_path: str | None = None
+    strict_prerequisites: bool = True
+    allow_leaving: bool = True
+    max_message_chars: int = 600
+
+    def __post_init__(self) -> None:
+        _one_of("simulator", self.simulator, SIMULATORS)
+        _one_of("backend", self.backend, BACKENDS)
+        _one_of("planner", self.planner, PLANNERS)
+        _one_of("on_parse_failure", self.on_parse_failure, PARSE_FAILURE_POLICIES)
+        if self.decomposer is not None:
+            _one_of("decomposer", self.decomposer, DECOMPOSERS)
+        if self.needs_endpoint and (not self.base_url or not self.model):
+            raise ValueError(
+                f"simulator={self.simulator!r}, backend={self.backend!r}, decomposer={self.decomposer!r} need an "
+                f"endpoint, but base_url={self.base_url!r}, model={self.model!r}. Set both (e.g. "
+                "pearl.student.base_url=http://host:8000/v1 pearl.student.model=<served name>) or use backend=offline."
+            )
+        if self.parse_attempts < 1:
+            raise ValueError(f"parse_attempts={self.parse_attempts} must be >= 1 (1 = no retry after a bad reply).")
+        if self.max_message_chars < 20:
+            raise ValueError(f"max_message_chars={self.max_message_chars} must be >= 20.")
+        if self.needs_endpoint:
+            self.endpoint()  # validates the endpoint settings now rather than at the first call
+        self.sampling()  # likewise the sampling settings
+
+    @property
+    def needs_endpoint(self) -> bool:
+        """Whether any part of this configuration calls an LLM."""
+        return self.backend == "llm" or self.decomposer == "llm" or self.simulator != "pearl"
+
+    @property
+    def decomposer_kind(self) -> str:
+        """The decomposer actually used (``decomposer`` or the backend's default)."""
+        return self.decomposer or ("llm" if self.backend == "llm" else "rules")
+
+    def endpoint(self) -> EndpointConfig:
+        """The student endpoint as the LLM client takes it."""
+        if not self.base_url or not self.model:
+            raise ValueError("StudentConfig has no endpoint (base_url and model are unset).")
+        return EndpointConfig(
+            base_url=self.base_url,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            max_concurrency=self.max_concurrency,
+        )
+
+    def sampling(self) -> SamplingConfig:
+        """Sampling of the student's generative roles (planner, realiser, refiner)."""
+        return SamplingConfig(
+            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, max_tokens=self.max_tokens
+        )
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"StudentConfig.{name}={value!r} must be one of {list(allowed)}.")

@@ -1,0 +1,219 @@
+"""Simulation runs: problems from files, student conditions by ability, episodes, per-turn rows, summaries.
+
+Used by ``pearl-verl simulate`` and by the controllability and diversity tests. Every dialogue runs
+through :func:`pearl_verl.episode_runner.run_episode`, exactly as in training and evaluation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed
+from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.problem import Problem
+from pearl_verl.student.diversity import LabelledTurn
+from pearl_verl.student.types import ABILITY_LEVELS, CognitiveProfile, StudentCondition, StudentSimulator
+from pearl_verl.tutor.policy import TutorPolicy
+
+ABILITY_CHOICES: tuple[str, ...] = (*ABILITY_LEVELS, "mixed", "all")
+"""``low``/``medium``/``high``: a profile from that band; ``mixed``: any of the 243 profiles;
+``all``: every problem once per band (the controllability protocol)."""
+
+ALL_PROFILES: tuple[CognitiveProfile, ...] = tuple(CognitiveProfile(*v) for v in itertools.product((1, 2, 3), repeat=5))
+
+
+@dataclass(frozen=True)
+class SimulationItem:
+    """One problem to simulate, with the misconception its source provides (MathDial), if any."""
+
+    problem: Problem
+    misconception: str | None = None
+
+
+def problem_from_row(row: Mapping[str, Any], index: int, stem: str) -> SimulationItem:
+    """A problem from one row of a supported file.
+
+    Supported rows: pearl_verl ``Problem`` dicts; GSM8K (``question``, ``answer`` with ``####``);
+    MATH (``problem``, ``solution``, ``answer`` or a ``\\boxed{}`` solution); MathDial (``question``,
+    ``ground_truth``, ``student_incorrect_solution``); verl rows with ``extra_info.problem``.
+
+    Raises:
+        ValueError: for a row of none of these shapes (its keys are listed).
+    """
+    extra = row.get("extra_info")
+    if isinstance(extra, Mapping) and isinstance(extra.get("problem"), Mapping):
+        return SimulationItem(Problem.from_dict(extra["problem"]))
+    if {"problem_id", "question", "answer"} <= set(row):
+        return SimulationItem(Problem.from_dict({k: row[k] for k in row if k in Problem.__dataclass_fields__}))
+    pid = f"{stem}-{index:04d}"
+    if {"question", "ground_truth"} <= set(row):
+        truth = str(row["ground_truth"])
+        answer = gsm8k_final_answer(truth) if "####" in truth else truth.strip().splitlines()[-1]
+        qid = row.get("qid")
+        return SimulationItem(
+            Problem(
+                f"mathdial-{qid}" if qid is not None else pid,
+                row["question"],
+                gsm8k_rationale(truth),
+                answer,
+                "mathdial",
+            ),
+            row.get("student_incorrect_solution"),
+        )
+    if {"question", "answer"} <= set(row) and "####" in str(row["answer"]):
+        answer = str(row["answer"])
+        return SimulationItem(
+            Problem(pid, row["question"], gsm8k_rationale(answer), gsm8k_final_answer(answer), "gsm8k")
+        )
+    if {"problem", "solution"} <= set(row):
+        answer = row.get("answer") or last_boxed(str(row["solution"]))
+        if answer:
+            return SimulationItem(Problem(pid, row["problem"], row["solution"], str(answer), "math"))
+    raise ValueError(
+        f"Row {index} of {stem} has keys {sorted(row)}; expected a Problem dict, GSM8K (question, answer with ####), "
+        "MATH (problem, solution[, answer]), MathDial (question, ground_truth) or verl extra_info.problem."
+    )
+
+
+def load_problems(path: str | Path, limit: int | None = None) -> list[SimulationItem]:
+    """Problems from a ``.jsonl``/``.json`` file (one object per line, or a JSON list) or a ``.parquet`` file."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        rows: list[Mapping[str, Any]] = pd.read_parquet(path).to_dict(orient="records")
+    else:
+        text = path.read_text(encoding="utf-8")
+        rows = (
+            json.loads(text)
+            if text.lstrip().startswith("[")
+            else [json.loads(line) for line in text.splitlines() if line.strip()]
+        )
+    rows = rows[:limit] if limit is not None else rows
+    stem = f"{path.parent.name}-{path.stem}" if path.parent.name else path.stem
+    return [problem_from_row(row, i, stem) for i, row in enumerate(rows)]
+
+
+def sample_profile(ability: str, rng: random.Random) -> CognitiveProfile:
+    """A profile drawn uniformly from a band (``low``/``medium``/``high``) or from all 243 (``mixed``)."""
+    if ability == "mixed":
+        return rng.choice(ALL_PROFILES)
+    if ability not in ABILITY_LEVELS:
+        raise ValueError(f"ability={ability!r} must be one of {list(ABILITY_LEVELS)} or 'mixed'.")
+    return rng.choice([p for p in ALL_PROFILES if p.ability == ability])
+
+
+@dataclass(frozen=True)
+class Job:
+    """One dialogue to run."""
+
+    index: int
+    item: SimulationItem
+    condition: StudentCondition
+    seed: int
+
+
+def make_jobs(items: Sequence[SimulationItem], ability: str, seed: int) -> list[Job]:
+    """Dialogues for ``items``: one per problem, or one per problem and band with ``ability="all"``."""
+    if ability not in ABILITY_CHOICES:
+        raise ValueError(f"ability={ability!r} must be one of {list(ABILITY_CHOICES)}.")
+    bands = ABILITY_LEVELS if ability == "all" else (ability,)
+    jobs = []
+    for band, (i, item) in itertools.product(bands, enumerate(items)):
+        rng = random.Random(f"profile|{seed}|{band}|{item.problem.problem_id}")
+        condition = StudentCondition(
+            sample_profile(band, rng), seed=seed * 1_000_003 + i, misconception=item.misconception
+        )
+        jobs.append(Job(len(jobs), item, condition, seed))
+    return jobs
+
+
+async def run_jobs(
+    simulator: StudentSimulator, tutor: TutorPolicy, jobs: Sequence[Job], limits: EpisodeLimits, concurrency: int = 1
+) -> list[EpisodeRecord]:
+    """Run every job through :func:`run_episode`, at most ``concurrency`` at a time; results in job order."""
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(job: Job) -> EpisodeRecord:
+        async with semaphore:
+            problem = job.item.problem
+            opening = simulator.opening(problem, job.condition)
+            session = await simulator.start(problem, job.condition, job.seed, opening)
+            return await run_episode(problem, job.condition, session, opening, policy_step(tutor, problem), limits)
+
+    return list(await asyncio.gather(*(one(job) for job in jobs)))
+
+
+def turn_rows(episode: EpisodeRecord, dialogue: int) -> Iterator[dict[str, Any]]:
+    """One JSON-ready row per student turn (the opening included) with the state behind it."""
+    profile = episode.condition.profile
+    student_turns = [i for i, t in enumerate(episode.turns) if t.role == STUDENT]
+    for state, position in zip(episode.student_trace, student_turns):
+        previous = episode.turns[position - 1] if position > 0 and episode.turns[position - 1].role == TUTOR else None
+        yield {
+            "dialogue": dialogue,
+            "problem_id": episode.problem.problem_id,
+            "turn": state.turn,
+            "tutor_message": previous.text if previous else None,
+            "student_message": episode.turns[position].text,
+            "intent": list(state.intent),
+            "attempt": state.attempt,
+            "mastery": dict(state.mastery),
+            "profile": profile.to_dict(),
+            "ability": profile.ability,
+            "solved": state.solved,
+            "concluded": state.concluded,
+            "llm_calls": state.llm_calls,
+            "end_reason": episode.end_reason,
+        }
+
+
+def labelled_dialogues(episodes: Sequence[EpisodeRecord]) -> list[list[LabelledTurn]]:
+    """Each episode's planned labels, opening excluded (the input of the diversity statistics)."""
+    return [[LabelledTurn(s.attempt, frozenset(s.intent)) for s in e.student_trace[1:]] for e in episodes]
+
+
+def by_ability(episodes: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
+    """Per ability band: reply turns, share of correct attempts, share of help-seeking/confusion turns, solved share."""
+    groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for episode in episodes:
+        groups[episode.condition.profile.ability].append(episode)
+    summary = {}
+    for band in ABILITY_LEVELS:
+        if band not in groups:
+            continue
+        states = [s for e in groups[band] for s in e.student_trace[1:]]
+        n = max(1, len(states))
+        summary[band] = {
+            "dialogues": len(groups[band]),
+            "turns": len(states),
+            "correct_share": sum(s.attempt == "correct" for s in states) / n,
+            "help_or_confusion_share": sum(bool({"help_seeking", "uncertainty"} & set(s.intent)) for s in states) / n,
+            "solved_share": sum(bool(e.student_trace) and e.student_trace[-1].solved for e in groups[band])
+            / len(groups[band]),
+        }
+    return summary
+
+
+def call_summary(episodes: Sequence[EpisodeRecord]) -> dict[str, float]:
+    """LLM calls: in total, per reply turn (opening excluded) and per student turn (opening included)."""
+    replies = [s for e in episodes for s in e.student_trace[1:]]
+    openings = [e.student_trace[0] for e in episodes if e.student_trace]
+    reply_calls = sum(s.llm_calls for s in replies)
+    opening_calls = sum(s.llm_calls for s in openings)
+    return {
+        "reply_turns": len(replies),
+        "llm_calls": reply_calls + opening_calls,
+        "decomposition_calls": opening_calls,
+        "calls_per_reply_turn": reply_calls / len(replies) if replies else 0.0,
+        "calls_per_student_turn": (reply_calls + opening_calls) / max(1, len(replies) + len(openings)),
+    }

@@ -1,0 +1,152 @@
+"""``pearl-verl simulate PROBLEMS...``: run a simulated student against a tutor and log every turn.
+
+Writes one JSON line per student turn (student message, intent, attempt outcome, mastery, profile,
+ability, solved/concluded, LLM calls) and prints a summary: outcomes, the per-ability
+controllability table, the paper's diversity statistics over the planned labels, and LLM calls per
+turn. Examples::
+
+    pearl-verl simulate ../shared/data/gsm8k/test.jsonl --limit 200 --ability all --out turns.jsonl
+    pearl-verl simulate data.jsonl --backend llm --base-url http://host:8000/v1 --model student \\
+        --tutor endpoint --tutor-base-url http://host:8001/v1 --tutor-model tutor
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS
+from pearl_verl.student.simulate import ABILITY_CHOICES
+
+TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("simulate", help="run a simulated student against a tutor; one JSON line per turn")
+    parser.add_argument(
+        "problems", nargs="+", help="problem files (.jsonl/.json/.parquet: GSM8K, MATH, MathDial, Problem rows)"
+    )
+    parser.add_argument("--limit", type=int, help="first N problems of each file")
+    parser.add_argument("--simulator", choices=SIMULATORS, default="pearl")
+    parser.add_argument("--backend", choices=BACKENDS, default="offline", help="offline = deterministic CPU stand-in")
+    parser.add_argument("--base-url", help="student endpoint, e.g. http://host:8000/v1")
+    parser.add_argument("--model", help="student model name as served")
+    parser.add_argument("--api-key-env", help="environment variable with the student endpoint's key")
+    parser.add_argument("--planner", choices=PLANNERS, default="llm", help="behaviour-label planner of the llm backend")
+    parser.add_argument("--no-refine", action="store_true", help="skip the refine call on failed consistency checks")
+    parser.add_argument("--cache-dir", help="decomposition cache directory")
+    parser.add_argument("--tutor", choices=TUTORS, default="socratic", help="scripted tutors, or a chat endpoint")
+    parser.add_argument("--tutor-base-url", help="tutor endpoint for --tutor endpoint")
+    parser.add_argument("--tutor-model", help="tutor model name as served")
+    parser.add_argument("--tutor-api-key-env", help="environment variable with the tutor endpoint's key")
+    parser.add_argument(
+        "--ability", choices=ABILITY_CHOICES, default="mixed", help="profile band; 'all' runs each band"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="fixes profiles, initial states and sampling")
+    parser.add_argument(
+        "--max-turns", type=int, default=15, help="tutor-turn limit (paper: 15 training, 20 evaluation)"
+    )
+    parser.add_argument("--concurrency", type=int, default=8, help="dialogues in flight (LLM backends)")
+    parser.add_argument("--out", help="write the per-turn JSONL here (default: stdout)")
+    parser.add_argument("--summary", help="also write the summary as JSON to this file")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from pearl_verl.episode_runner import EpisodeLimits
+    from pearl_verl.student.config import StudentConfig
+    from pearl_verl.student.factory import build_simulator
+    from pearl_verl.student.simulate import load_problems, make_jobs, run_jobs, turn_rows
+
+    if args.concurrency < 1:
+        raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
+    config = StudentConfig(
+        simulator=args.simulator,
+        backend=args.backend,
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        planner=args.planner,
+        refine=not args.no_refine,
+        cache_dir=args.cache_dir,
+    )
+    items = [item for path in args.problems for item in load_problems(path, args.limit)]
+    simulator = build_simulator(config)
+    jobs = make_jobs(items, args.ability, args.seed)
+    episodes = asyncio.run(
+        run_jobs(simulator, build_tutor(args), jobs, EpisodeLimits(args.max_turns), args.concurrency)
+    )
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    try:
+        for index, episode in enumerate(episodes):
+            for row in turn_rows(episode, index):
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    summary = summarise(episodes)
+    report = format_summary(summary)
+    print(report, file=sys.stderr if out is sys.stdout else sys.stdout)
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return 0
+
+
+def build_tutor(args: argparse.Namespace) -> Any:
+    """The tutor the command talks to: a scripted test double or a ChatTutor over an endpoint."""
+    from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
+
+    if args.tutor == "socratic":
+        return ScriptedSocraticTutor()
+    if args.tutor == "leaking":
+        return ScriptedLeakingTutor()
+    if not args.tutor_base_url or not args.tutor_model:
+        raise ValueError("--tutor endpoint needs --tutor-base-url and --tutor-model.")
+    from pearl_verl.llm import EndpointConfig, OpenAIChatClient, SamplingConfig
+    from pearl_verl.tutor.policy import ChatTutor
+
+    endpoint = EndpointConfig(args.tutor_base_url, args.tutor_model, api_key_env=args.tutor_api_key_env)
+    return ChatTutor(OpenAIChatClient(endpoint, SamplingConfig(temperature=1.0, top_p=1.0, top_k=50)))
+
+
+def summarise(episodes: list) -> dict[str, Any]:
+    """Outcomes, per-ability controllability, diversity statistics and LLM calls of a run."""
+    from pearl_verl.student.diversity import diversity_report
+    from pearl_verl.student.simulate import by_ability, call_summary, labelled_dialogues
+
+    dialogues = [d for d in labelled_dialogues(episodes) if d]
+    return {
+        "dialogues": len(episodes),
+        "end_reasons": dict(Counter(e.end_reason for e in episodes)),
+        "by_ability": by_ability(episodes),
+        "diversity": diversity_report(dialogues).to_dict() if dialogues else None,
+        "llm_calls": call_summary(episodes),
+    }
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    from pearl_verl.student.diversity import DiversityReport, format_report
+
+    lines = [
+        f"dialogues {summary['dialogues']}: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["end_reasons"].items()))
+    ]
+    for band, row in summary["by_ability"].items():
+        lines.append(
+            f"ability {band:<6} dialogues {row['dialogues']:>4} turns {row['turns']:>5} | correct attempts "
+            f"{100 * row['correct_share']:.1f}% | help-seeking/confusion {100 * row['help_or_confusion_share']:.1f}% | "
+            f"solved {100 * row['solved_share']:.1f}%"
+        )
+    if summary["diversity"] is not None:
+        lines.append(format_report(DiversityReport(**summary["diversity"])))
+    calls = summary["llm_calls"]
+    lines.append(
+        f"LLM calls {calls['llm_calls']} (decomposition {calls['decomposition_calls']}) | per reply turn "
+        f"{calls['calls_per_reply_turn']:.3f} | per student turn incl. opening {calls['calls_per_student_turn']:.3f}"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""``pearl-verl decompose``: fills the cache once, then finds everything cached."""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from pearl_verl.knowledge import decompose_cli
+from pearl_verl.knowledge.cache import DecompositionCache
+
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+
+
+def _run(*argv):
+    parser = argparse.ArgumentParser()
+    decompose_cli.register(parser.add_subparsers())
+    args = parser.parse_args(["decompose", *argv])
+    return args.handler(args)
+
+
+def test_decompose_fills_the_cache_once(tmp_path, capsys):
+    cache = tmp_path / "cache"
+    assert _run(str(DATA / "gsm8k" / "test.jsonl"), "--limit", "20", "--cache-dir", str(cache)) == 0
+    first = capsys.readouterr().out
+    assert "problems 20 | cached before 0 | rules 20" in first
+    keys = list(DecompositionCache(cache).keys())
+    assert len(keys) == 20
+    stored = json.loads(DecompositionCache(cache).path(keys[0]).read_text())
+    assert stored["schema"] == "pearl_verl.knowledge/decomposition@1" and stored["units"]
+    assert _run(str(DATA / "gsm8k" / "test.jsonl"), "--limit", "20", "--cache-dir", str(cache)) == 0
+    assert "cached before 20 | rules 0" in capsys.readouterr().out
+
+
+def test_decompose_argument_errors(tmp_path):
+    with pytest.raises(ValueError, match="--base-url and --model go together"):
+        _run(str(DATA / "gsm8k" / "test.jsonl"), "--cache-dir", str(tmp_path), "--model", "m")

@@ -1,0 +1,24 @@
+"""Shared fixtures of the student tests: real GSM8K and MATH-500 problems from the shared data folder."""
+
+from pathlib import Path
+
+import pytest
+
+from pearl_verl.student.simulate import load_problems
+
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def gsm8k_items():
+    return load_problems(DATA / "gsm8k" / "test.jsonl", 250)
+
+
+@pytest.fixture(scope="session")
+def math_items():
+    return load_problems(DATA / "math500" / "test.jsonl", 250)
