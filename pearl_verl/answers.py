@@ -15,6 +15,7 @@ from math_verify import parse, verify
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
 _GSM8K_FINAL = re.compile(r"####\s*(.+?)\s*$", re.S)
+_EXPRESSION_CHARS = 80  # longer texts are prose, never read as one expression
 
 
 def _timeouts() -> dict[str, int | None]:
@@ -23,17 +24,33 @@ def _timeouts() -> dict[str, int | None]:
 
 
 @lru_cache(maxsize=65536)
-def _parsed(text: str) -> tuple:
-    return tuple(parse(text, **_timeouts()))
+def _parsed(text: str, as_math: bool) -> tuple:
+    """math-verify's parse; ``as_math`` reads the text as one LaTeX expression (``$text$``)."""
+    return tuple(parse(f"${text}$" if as_math else text, **_timeouts()))
+
+
+def _readings(text: str, expression_first: bool) -> list[tuple]:
+    """The parses worth trying. Bare LaTeX and algebra ("p - q", "(3, \\frac{\\pi}{2})") parse
+    only as ``$...$``; prose ("the answer is 18") parses only as it is."""
+    plain = _parsed(text, False)
+    if "$" in text or len(text) > _EXPRESSION_CHARS:
+        return [plain]
+    wrapped = _parsed(text, True)
+    return [wrapped, plain] if expression_first else [plain, wrapped]
 
 
 def answers_match(gold: str, candidate: str) -> bool:
-    """Whether ``candidate`` expresses the same final answer as ``gold`` (symbolic equality)."""
-    gold_parsed, candidate_parsed = _parsed(gold), _parsed(candidate)
-    if not gold_parsed or not candidate_parsed:
-        return False
+    """Whether ``candidate`` expresses the same final answer as ``gold`` (symbolic equality).
+
+    ``gold`` is a normalised final answer (read as an expression first); ``candidate`` may be an
+    answer or a short message (read as it is first).
+    """
     main = threading.current_thread() is threading.main_thread()
-    return bool(verify(list(gold_parsed), list(candidate_parsed), timeout_seconds=5 if main else None))
+    golds = [g for g in _readings(gold, expression_first=True) if g][:1]
+    candidates = [c for c in _readings(candidate, expression_first=False) if c]
+    return any(
+        verify(list(g), list(c), timeout_seconds=5 if main else None) for g in golds for c in candidates
+    )
 
 
 def numbers_in(text: str) -> list[str]:

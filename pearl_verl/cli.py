@@ -18,6 +18,9 @@ from pearl_verl import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.verl_plugin.doctor_cli",
     "pearl_verl.advantage_report_cli",
+    "pearl_verl.student.simulate_cli",
+    "pearl_verl.knowledge.decompose_cli",
+    "pearl_verl.local.train_cli",
 )
 
 

@@ -17,6 +17,10 @@ from pearl_verl.answers import answers_match, gsm8k_final_answer, gsm8k_rational
         ("1000", "1,000", True),
         ("18", "19", False),
         ("18", "no number here", False),
+        ("p - q", "p-q", True),
+        ("x^2+7x+10", "x^2 + 7x + 10", True),
+        ("\\left( 3, \\frac{\\pi}{2} \\right)", "(3, \\pi/2)", True),
+        ("x^2+7x+10", "x^2 + 7x + 11", False),
     ],
 )
 def test_answers_match(gold, candidate, same):
