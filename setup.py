@@ -31,6 +31,7 @@ install_requires = [
     "aiohttp>=3.9",  # the local OpenAI-compatible server used by tests, benchmarks and fault drills
     "math-verify>=0.7",
     "tqdm",
+    "matplotlib>=3.7",
 ]
 
 extras_require = {

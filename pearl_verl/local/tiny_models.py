@@ -43,7 +43,7 @@ _CORPUS = [
 ]
 
 
-def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 512) -> PreTrainedTokenizerFast:
+def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 1024) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE tokenizer with a ChatML chat template and save it to ``out_dir``.
 
     Returns:
@@ -58,7 +58,10 @@ def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 512) -> PreTr
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tokenizer.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
+
+    # The tutor instruction is in every prompt: learning its merges keeps local prompts short.
+    tokenizer.train_from_iterator([*_CORPUS, TUTOR_INSTRUCTION] * 4, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",

