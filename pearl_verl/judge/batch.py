@@ -1,0 +1,220 @@
+"""Judge a JSONL file of dialogues into a JSONL file of scores, incrementally and resumably.
+
+Input: one JSON object per line, either an ``EpisodeRecord.to_dict()`` (optionally with an
+``"id"``) or ``{"id": ..., "episode": {...}}``. A line without an id is named ``line-<n>``.
+
+Output: one JSON object per judged line, appended and flushed as soon as its judgement is done
+(in completion order): ``id``, ``line``, the 8 dimensions, ``judge_ok``, ``completed``,
+``tutor_turns``, ``judge_latency_s``, ``gate``, ``attempts``, ``error`` (None when ok) and, on
+request, the criterion-level ``criteria``. Re-running with the same output skips ids already
+there (with ``retry_failed``, only those with ``judge_ok=1``), so a killed run resumes where it
+stopped; a line cut short by the kill is ignored and judged again.
+
+A malformed input line becomes an output line with ``judge_ok=0`` and its error; it never stops
+the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
+from pearl_verl.episode import EpisodeRecord
+from pearl_verl.judge.fields import reward_info
+from pearl_verl.judge.types import JudgeResult, TutoringJudge
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class BatchSummary:
+    """What one run did.
+
+    Attributes:
+        total: input lines.
+        skipped: lines already judged in the output (resume).
+        judged: lines judged in this run.
+        ok: judged lines with ``judge_ok=1``.
+        failed: judged lines with ``judge_ok=0`` (endpoint failure, unparsable output, bad input).
+        dim_sums: per-dimension sums over ok lines (for means).
+    """
+
+    total: int = 0
+    skipped: int = 0
+    judged: int = 0
+    ok: int = 0
+    failed: int = 0
+    dim_sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(DIMENSIONS, 0.0))
+
+    def means(self) -> dict[str, float]:
+        """Per-dimension means over this run's ok lines (empty when none)."""
+        return {d: s / self.ok for d, s in self.dim_sums.items()} if self.ok else {}
+
+
+@dataclass(frozen=True)
+class _Item:
+    line: int
+    id: str
+    episode: EpisodeRecord | None
+    error: str | None
+
+
+def done_ids(output: Path, retry_failed: bool) -> set[str]:
+    """Ids already in ``output`` (only ``judge_ok=1`` ones when ``retry_failed``); the last line per id wins."""
+    if not output.exists():
+        return set()
+    status: dict[str, int] = {}
+    with output.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            try:
+                row = json.loads(text)
+                status[str(row["id"])] = int(row[JUDGE_OK_KEY])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                logger.warning("%s:%d is not a complete result line (cut off by a kill?); ignored", output, number)
+    return {key for key, ok in status.items() if ok or not retry_failed}
+
+
+def read_items(path: Path) -> Iterator[_Item]:
+    """Each input line as an item; malformed lines carry their error instead of an episode.
+
+    Raises:
+        ValueError: when two lines share an id (results could not be told apart on resume).
+    """
+    seen: set[str] = set()
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            item = _parse_line(number, text)
+            if item.id in seen:
+                raise ValueError(f"{path}:{number}: id {item.id!r} appears twice; give every dialogue a unique 'id'.")
+            seen.add(item.id)
+            yield item
+
+
+def _parse_line(number: int, text: str) -> _Item:
+    name = f"line-{number}"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _Item(number, name, None, f"invalid JSON: {exc}")
+    if not isinstance(data, dict):
+        return _Item(number, name, None, f"expected a JSON object, got {type(data).__name__}")
+    key = str(data["id"]) if data.get("id") is not None else name
+    try:
+        return _Item(number, key, EpisodeRecord.from_dict(data.get("episode", data)), None)
+    except (KeyError, TypeError, ValueError) as exc:
+        return _Item(number, key, None, f"not an episode record: {type(exc).__name__}: {exc}")
+
+
+def result_row(item: _Item, result: JudgeResult | None, with_criteria: bool) -> dict[str, Any]:
+    """The output line of one item."""
+    row: dict[str, Any] = {"id": item.id, "line": item.line, **reward_info(item.episode, result)}
+    row["gate"] = result.gate if result is not None else None
+    row["attempts"] = result.attempts if result is not None else 0
+    row["error"] = item.error if result is None else result.error
+    if with_criteria and result is not None:
+        row["criteria"] = [
+            {
+                "dimension": c.dimension,
+                "criterion": c.criterion,
+                "raw": c.raw,
+                "score": c.score,
+                "rationale": c.rationale,
+            }
+            for c in result.criteria
+        ]
+    return row
+
+
+async def judge_file(
+    judge: TutoringJudge,
+    input_path: Path,
+    output_path: Path,
+    concurrency: int = 32,
+    retry_failed: bool = False,
+    with_criteria: bool = False,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> BatchSummary:
+    """Judge every not-yet-judged line of ``input_path``, appending results to ``output_path``.
+
+    Args:
+        judge: any :class:`TutoringJudge`.
+        input_path: dialogues, one JSON object per line.
+        output_path: results, appended (created if missing).
+        concurrency: dialogues judged at once.
+        retry_failed: judge again the ids whose last result has ``judge_ok=0``.
+        with_criteria: also write the criterion scores and rationales.
+        on_done: called with each written row (progress bars, tests).
+
+    Raises:
+        ValueError: for ``concurrency < 1`` or duplicate ids in the input.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency={concurrency} must be >= 1.")
+    skip = done_ids(output_path, retry_failed)
+    summary = BatchSummary()
+    queue: asyncio.Queue[_Item | None] = asyncio.Queue(maxsize=2 * concurrency)
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    _end_with_newline(output_path)
+    with output_path.open("a", encoding="utf-8") as out:
+
+        async def worker() -> None:
+            while (item := await queue.get()) is not None:
+                result = await _judge_one(judge, item)
+                row = result_row(item, result, with_criteria)
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.flush()
+                _count(summary, row)
+                if on_done is not None:
+                    on_done(row)
+
+        workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
+        try:
+            for item in read_items(input_path):
+                summary.total += 1
+                if item.id in skip:
+                    summary.skipped += 1
+                    continue
+                await queue.put(item)
+        finally:
+            for _ in workers:
+                await queue.put(None)
+            await asyncio.gather(*workers)
+    return summary
+
+
+async def _judge_one(judge: TutoringJudge, item: _Item) -> JudgeResult | None:
+    if item.episode is None:
+        return None
+    try:
+        return await judge.judge(item.episode)
+    except Exception as exc:  # the protocol forbids raising; a third-party judge that does must not stall the run
+        logger.exception("judge raised on %s", item.id)
+        return JudgeResult(ok=False, error=f"judge raised {type(exc).__name__}: {exc}")
+
+
+def _count(summary: BatchSummary, row: dict[str, Any]) -> None:
+    summary.judged += 1
+    if row[JUDGE_OK_KEY]:
+        summary.ok += 1
+        for dimension in DIMENSIONS:
+            summary.dim_sums[dimension] += row[dimension]
+    else:
+        summary.failed += 1
+
+
+def _end_with_newline(path: Path) -> None:
+    """Terminate a last line cut short by a kill, so appended results start on their own line."""
+    if path.exists() and path.stat().st_size:
+        with path.open("rb+") as handle:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")

@@ -1,0 +1,57 @@
+"""The per-dialogue reward fields every judge consumer writes (reward manager, ``pearl-verl judge``).
+
+Always the same keys, so verl can stack them into columns: the 8 dimensions, ``judge_ok``,
+``completed``, ``tutor_turns`` and ``judge_latency_s``. A failed judgement keeps the keys with
+neutral placeholders (0.0) and ``judge_ok=0``; the PEARL estimator drops ``judge_ok=0`` rows from
+every statistic and gives them zero advantage, so the placeholders never act as scores.
+"""
+
+from __future__ import annotations
+
+from pearl_verl.dims import COMPLETED_KEY, DIMENSIONS, JUDGE_OK_KEY, TUTOR_TURNS_KEY
+from pearl_verl.episode import EpisodeRecord
+from pearl_verl.judge.types import JudgeResult
+
+LATENCY_KEY = "judge_latency_s"
+REWARD_INFO_KEYS: tuple[str, ...] = (*DIMENSIONS, JUDGE_OK_KEY, COMPLETED_KEY, TUTOR_TURNS_KEY, LATENCY_KEY)
+PLACEHOLDER = 0.0
+"""Value of every dimension and of ``reward_score`` when ``judge_ok == 0`` (excluded downstream)."""
+
+FAILED_EPISODE_REASONS = frozenset({"student_error", "tutor_error"})
+"""Episodes whose student or tutor backend failed for good: flagged (judge_ok=0), never judged."""
+
+
+def should_judge(episode: EpisodeRecord | None) -> bool:
+    """Whether a dialogue is judged at all (not for a missing episode or a backend failure)."""
+    return episode is not None and episode.end_reason not in FAILED_EPISODE_REASONS
+
+
+def reward_info(episode: EpisodeRecord | None, result: JudgeResult | None) -> dict[str, float | int]:
+    """The reward fields of one dialogue.
+
+    Args:
+        episode: the judged episode, or None when the row carried none.
+        result: the judgement, or None when there was nothing to judge.
+
+    Returns:
+        ``{dim: score in [0, 1], judge_ok: 0/1, completed: 0/1, tutor_turns: int,
+        judge_latency_s: float}``. ``completed`` is 1 only when the episode ended normally AND
+        the judge's completion gate g is 1. An episode whose backend failed is flagged
+        (``judge_ok=0``) whatever ``result`` says.
+    """
+    judged = should_judge(episode) and result is not None and result.ok
+    dims = result.dims if judged else None
+    gate = result.gate if result is not None else None
+    info: dict[str, float | int] = {d: float(dims[d]) if dims is not None else PLACEHOLDER for d in DIMENSIONS}
+    info[JUDGE_OK_KEY] = int(dims is not None)
+    info[COMPLETED_KEY] = int(dims is not None and episode is not None and episode.completed and gate == 1)
+    info[TUTOR_TURNS_KEY] = episode.tutor_turns if episode is not None else 0
+    info[LATENCY_KEY] = float(result.latency_s) if result is not None else 0.0
+    return info
+
+
+def reward_score(info: dict[str, float | int]) -> float:
+    """The scalar reward: the uniform mean of the 8 dimensions when judged, else the placeholder."""
+    if not info.get(JUDGE_OK_KEY):
+        return PLACEHOLDER
+    return sum(float(info[d]) for d in DIMENSIONS) / len(DIMENSIONS)

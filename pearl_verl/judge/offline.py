@@ -1,0 +1,195 @@
+"""``HeuristicJudge``: an offline, deterministic stand-in for the LLM judge (no network, no model).
+
+It scores every rubric criterion from observable features (:mod:`pearl_verl.judge.features`):
+answer leakage via math-verify equivalence of numbers in tutor turns before the student's
+correct attempt, who first stated each intermediate result, question ratio, message length,
+reactions to wrong attempts and confusion, arithmetic checks of ``a op b = c`` statements, and
+whether the student reached the answer. It returns the same :class:`JudgeResult` shape as the
+LLM judge (same criteria, scales, gate and dimension means), so the reward manager, the CLI and
+the estimator can run end to end on CPU.
+
+It is a HEURISTIC TEST DOUBLE for tests and CPU runs. Its scores are crude proxies; it is not the
+paper's judge (a finetuned Qwen3-32B) and must not be reported as one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from pearl_verl.episode import EpisodeRecord
+from pearl_verl.judge.features import DialogueFeatures, extract_features
+from pearl_verl.judge.rubric import RUBRIC, Rubric
+from pearl_verl.judge.scoring import completion_gate, gated_dimension_scores
+from pearl_verl.judge.types import CriterionScore, JudgeResult
+
+logger = logging.getLogger(__name__)
+
+Rule = Callable[[DialogueFeatures, EpisodeRecord], tuple[int, str]]
+
+
+def _level(bad: float, fair: float, value: float) -> int:
+    """Map a lower-is-better value to 2 (``<= fair``), 1 (``<= bad``) or 0."""
+    return 2 if value <= fair else 1 if value <= bad else 0
+
+
+def _ratio_level(value: float, good: float, fair: float) -> int:
+    """Map a higher-is-better ratio to 2 (``>= good``), 1 (``>= fair``) or 0."""
+    return 2 if value >= good else 1 if value >= fair else 0
+
+
+def _gate(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
+    complete = e.completed and f.solved
+    why = f"session ended '{e.end_reason}', student {'reached' if f.solved else 'did not reach'} the answer"
+    return int(complete), why
+
+
+def _final_answer(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
+    if not f.leak_turns:
+        return 2, "tutor never stated the final answer before the student reached it"
+    when = "before any attempt" if f.early_leak else "after few attempts"
+    return (0 if f.early_leak else 1), f"tutor stated the final answer in turn(s) {list(f.leak_turns)} {when}"
+
+
+def _key_steps(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
+    n, leaked = len(f.key_results), len(f.tutor_supplied)
+    share = leaked / n if n else 0.0
+    return _level(0.5, 0.0, share), f"tutor supplied {leaked} of {n} intermediate results before the solution"
+
+
+def _hint_specificity(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
+    share = f.specific_hint_turns / f.tutor_turns if f.tutor_turns else 0.0
+    return _level(0.5, 0.0, share), f"{f.specific_hint_turns} tutor turn(s) hand over an operation with its operands"
+
+
+def _leak_free(f: DialogueFeatures) -> bool:
+    return not f.leak_turns
+
+
+RULES: dict[str, Rule] = {
+    "acc.statements_correct": lambda f, e: (
+        _level(1, 0, f.arithmetic_errors),
+        f"{f.arithmetic_errors} wrong 'a op b = c' statement(s) by the tutor",
+    ),
+    "acc.feedback_correct": lambda f, e: (
+        _level(1, 0, f.praised_wrong),
+        f"tutor praised {f.praised_wrong} of {f.wrong_attempts} wrong attempt(s)",
+    ),
+    "acc.toward_reference": lambda f, e: (
+        2 if f.solved else 1 if f.praised_wrong == 0 else 0,
+        "student reached the reference answer" if f.solved else "student did not reach the reference answer",
+    ),
+    "leak.final_answer": _final_answer,
+    "leak.key_steps": _key_steps,
+    "leak.hint_specificity": _hint_specificity,
+    "complete.session_complete": _gate,
+    "complete.steps_covered": lambda f, e: (
+        _ratio_level(
+            (len(f.tutor_supplied) + len(f.student_supplied)) / len(f.key_results) if f.key_results else 1.0, 1.0, 0.5
+        ),
+        f"{len(f.tutor_supplied) + len(f.student_supplied)} of {len(f.key_results)} intermediate results appear",
+    ),
+    "complete.mistakes_addressed": lambda f, e: (
+        _level(1, 0, f.wrong_attempts - f.checked_wrong),
+        f"{f.checked_wrong} of {f.wrong_attempts} wrong attempt(s) followed up",
+    ),
+    "complete.conclusion": lambda f, e: (
+        2 if f.solved and e.end_reason == "tutor_ended" and f.reflection else 1 if f.solved and e.completed else 0,
+        f"session ended '{e.end_reason}'" + (" with a wrap-up" if f.reflection else ""),
+    ),
+    "load.concise": lambda f, e: (_level(120, 60, f.mean_words), f"tutor messages average {f.mean_words:.0f} words"),
+    "load.clarity": lambda f, e: (
+        _level(35, 22, f.mean_sentence_words),
+        f"tutor sentences average {f.mean_sentence_words:.0f} words",
+    ),
+    "load.length": lambda f, e: (_level(250, 120, f.max_words), f"longest tutor message has {f.max_words} words"),
+    "load.relevance": lambda f, e: (
+        _level(2, 0, f.irrelevant_numbers),
+        f"{f.irrelevant_numbers} number(s) unrelated to the task or the student's work",
+    ),
+    "guide.questioning": lambda f, e: (
+        _ratio_level(f.question_ratio, 0.6, 0.3),
+        f"{f.question_ratio:.0%} of tutor turns ask a question",
+    ),
+    "guide.guidance_effective": lambda f, e: (
+        2 if f.solved and _leak_free(f) else 1 if f.solved else 0,
+        "student solved it" + (" without being told" if _leak_free(f) and f.solved else ""),
+    ),
+    "guide.student_agency": lambda f, e: (
+        _ratio_level(len(f.student_supplied) / len(f.key_results) if f.key_results else float(_leak_free(f)), 0.6, 0.3)
+        if _leak_free(f)
+        else 0,
+        f"student first stated {len(f.student_supplied)} of {len(f.key_results)} intermediate results",
+    ),
+    "meta.discover_mistakes": lambda f, e: (
+        2 if f.wrong_attempts == 0 or f.checked_wrong == f.wrong_attempts else 1 if f.checked_wrong else 0,
+        f"tutor asked the student to re-check {f.checked_wrong} of {f.wrong_attempts} wrong attempt(s)",
+    ),
+    "meta.explain_verify": lambda f, e: (
+        min(f.explain_prompts, 2),
+        f"{f.explain_prompts} tutor turn(s) ask the student to explain or verify",
+    ),
+    "meta.reflection": lambda f, e: (
+        2 if f.reflection else 0,
+        "tutor wrapped up the method after the solution" if f.reflection else "no reflection after the solution",
+    ),
+    "adaptive.responds_to_difficulty": lambda f, e: (
+        2 if f.stuck_turns == f.adapted_after_stuck else 1 if f.adapted_after_stuck else 0,
+        f"tutor changed approach after {f.adapted_after_stuck} of {f.stuck_turns} sign(s) of confusion",
+    ),
+    "adaptive.difficulty_fit": lambda f, e: (
+        _level(1, 0, f.repeated_tutor_turns + int(f.early_leak)),
+        f"{f.repeated_tutor_turns} repeated tutor turn(s)"
+        + ("; answer given before any attempt" if f.early_leak else ""),
+    ),
+    "emotion.encouraging_tone": lambda f, e: (
+        0 if f.blame_turns else _ratio_level(f.encourage_ratio, 0.5, 0.2),
+        f"{f.encourage_ratio:.0%} of tutor turns encourage; {f.blame_turns} with blaming words",
+    ),
+    "emotion.mistakes_as_learning": lambda f, e: (
+        0 if f.blamed_wrong else 2,
+        f"tutor answered {f.blamed_wrong} of {f.wrong_attempts} wrong attempt(s) with blaming words",
+    ),
+}
+
+
+class HeuristicJudge:
+    """Offline heuristic judge: a deterministic CPU test double, NOT the paper's judge.
+
+    Args:
+        rubric: the rubric whose criteria are scored; every criterion needs a rule in :data:`RULES`.
+    """
+
+    name = "offline-heuristic"
+
+    def __init__(self, rubric: Rubric = RUBRIC) -> None:
+        missing = [c.id for c in rubric if c.id not in RULES]
+        if missing:
+            raise ValueError(f"HeuristicJudge has no rule for criteria {missing}; add them to RULES.")
+        self.rubric = rubric
+
+    async def judge(self, episode: EpisodeRecord) -> JudgeResult:
+        """Score ``episode``; returns ``ok=False`` (never raises) if the features cannot be computed."""
+        start = time.perf_counter()
+        try:
+            features = extract_features(episode)
+            criteria = tuple(self._score(c.id, c.dimension, c.key, features, episode) for c in self.rubric)
+        except Exception as exc:  # a malformed record must not crash a batch; counted by the caller as judge_ok=0
+            logger.exception("heuristic judge failed on %s", episode.problem.problem_id)
+            return JudgeResult(ok=False, error=f"heuristic judge error: {type(exc).__name__}: {exc}", attempts=1)
+        gate = completion_gate(criteria, self.rubric)
+        return JudgeResult(
+            ok=True,
+            dims=gated_dimension_scores(criteria, gate),
+            gate=gate,
+            criteria=criteria,
+            attempts=1,
+            latency_s=time.perf_counter() - start,
+        )
+
+    def _score(self, cid: str, dimension: str, key: str, f: DialogueFeatures, e: EpisodeRecord) -> CriterionScore:
+        raw, why = RULES[cid](f, e)
+        criterion = self.rubric.by_id(cid)
+        assert raw in criterion.scores, (cid, raw)
+        return CriterionScore(dimension, key, raw, criterion.normalise(raw), f"heuristic: {why}")

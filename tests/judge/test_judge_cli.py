@@ -1,0 +1,133 @@
+"""``pearl-verl judge``: incremental, resumable scoring of a JSONL file; bad lines never stop a run."""
+
+import argparse
+import asyncio
+import json
+
+import pytest
+
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.judge import judge_cli
+from pearl_verl.judge.batch import done_ids, judge_file
+from pearl_verl.judge.fields import REWARD_INFO_KEYS
+from pearl_verl.judge.offline import HeuristicJudge
+from pearl_verl.llm.local_server import LocalChatServer, Reply
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="pearl-verl")
+    judge_cli.register(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def _write_dialogues(path, episodes, extra_lines=()):
+    lines = [json.dumps({"id": f"d{i}", **e.to_dict()}) for i, e in enumerate(episodes)]
+    path.write_text("\n".join([*lines, *extra_lines]) + "\n")
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+class CountingJudge(HeuristicJudge):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    async def judge(self, episode):
+        self.seen.append(episode.turns[0].text)
+        return await super().judge(episode)
+
+
+def test_offline_run_writes_one_line_per_dialogue_and_resumes(tmp_path, make_episode, capsys):
+    episodes = [
+        make_episode([f"Help {i}?", "What is 3 times 4?", "12", "And then?", "10", "Well done!"]) for i in range(5)
+    ]
+    source, out = tmp_path / "dialogues.jsonl", tmp_path / "scores.jsonl"
+    _write_dialogues(source, episodes, extra_lines=["{not json", json.dumps({"id": "bad", "turns": []})])
+    args = _parser().parse_args(
+        ["judge", str(source), "-o", str(out), "--backend", "offline", "--criteria", "--no-progress"]
+    )
+    assert args.handler(args) == 1  # the two malformed lines failed
+    rows = _rows(out)
+    assert len(rows) == 7 and {r["id"] for r in rows} == {"d0", "d1", "d2", "d3", "d4", "line-6", "bad"}
+    good = [r for r in rows if r["judge_ok"]]
+    assert len(good) == 5 and all(set(REWARD_INFO_KEYS) <= set(r) and len(r["criteria"]) == 24 for r in good)
+    assert all(r["completed"] == 1 and r["tutor_turns"] == 3 and r["error"] is None for r in good)
+    bad = {r["id"]: r["error"] for r in rows if not r["judge_ok"]}
+    assert bad["line-6"].startswith("invalid JSON") and bad["bad"].startswith("not an episode record")
+    printed = capsys.readouterr().out
+    assert "7 judged (5 ok, 2 failed), 0 already done, 7 in input" in printed and "not the paper's judge" in printed
+    # A second run judges nothing; --retry-failed retries only the failed ids.
+    judge = CountingJudge()
+    summary = asyncio.run(judge_file(judge, source, out))
+    assert (summary.total, summary.skipped, summary.judged, judge.seen) == (7, 7, 0, [])
+    summary = asyncio.run(judge_file(judge, source, out, retry_failed=True))
+    assert (summary.skipped, summary.judged, summary.failed) == (5, 2, 2)
+    assert len(_rows(out)) == 9
+
+
+def test_a_run_killed_mid_line_resumes_cleanly(tmp_path, make_episode):
+    episodes = [make_episode([f"Help {i}?", "What is 3 times 4?", "12"], end_reason="turn_limit") for i in range(4)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+    asyncio.run(judge_file(HeuristicJudge(), source, out, concurrency=2))
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:25])  # killed while writing the third line
+    assert len(done_ids(out, retry_failed=False)) == 2
+    judge = CountingJudge()
+    summary = asyncio.run(judge_file(judge, source, out, concurrency=3))
+    assert summary.judged == 2 and summary.skipped == 2
+    assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()[3:]) == sorted(
+        {f"d{i}" for i in range(4)} - {json.loads(x)["id"] for x in lines[:2]}
+    )
+
+
+def test_duplicate_ids_are_rejected(tmp_path, make_episode):
+    source = tmp_path / "dup.jsonl"
+    record = json.dumps({"id": "same", **make_episode(["hi"]).to_dict()})
+    source.write_text(record + "\n" + record + "\n")
+    with pytest.raises(ValueError, match="id 'same' appears twice"):
+        asyncio.run(judge_file(HeuristicJudge(), source, tmp_path / "out.jsonl"))
+
+
+def test_llm_backend_against_a_local_server_records_failures_per_line(tmp_path, make_episode, make_output):
+    episodes = [make_episode([f"Student {i}", "What is 3 times 4?", "12", "Good.", "10", "Yes!"]) for i in range(6)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+
+    def respond(body):
+        text = body["messages"][1]["content"]
+        return Reply(status=500) if "Student 3" in text else make_output({"guide.questioning": 1})
+
+    with LocalChatServer(respond) as server:
+        args = _parser().parse_args(
+            [
+                "judge",
+                str(source),
+                "-o",
+                str(out),
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--max-retries",
+                "1",
+                "--parse-retries",
+                "0",
+                "--concurrency",
+                "4",
+                "--no-progress",
+            ]
+        )
+        assert args.handler(args) == 1
+    rows = {r["id"]: r for r in _rows(out)}
+    assert rows["d3"]["judge_ok"] == 0 and "http_500" in rows["d3"]["error"]
+    assert all(rows[f"d{i}"]["guide"] == pytest.approx(5 / 6) for i in (0, 1, 2, 4, 5))
+    assert all(set(DIMENSIONS) <= set(r) for r in rows.values())
+
+
+def test_cli_reports_config_errors_as_values():
+    args = _parser().parse_args(["judge", "x.jsonl", "-o", "y.jsonl", "--backend", "llm"])
+    with pytest.raises(ValueError, match="needs base_url and model"):
+        args.handler(args)

@@ -1,0 +1,104 @@
+"""The strict output parser: valid judgements parse exactly; every contract breach fails with its reason."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
+from pearl_verl.judge.prompt import canonical_output
+from pearl_verl.judge.rubric import RUBRIC
+
+
+def test_valid_output_parses_in_rubric_order_with_normalised_scores(make_output):
+    scores = parse_judgement(
+        make_output({"leak.final_answer": 1, "complete.session_complete": 0, "acc.feedback_correct": 0})
+    )
+    assert [f"{s.dimension}.{s.criterion}" for s in scores] == [c.id for c in RUBRIC]
+    by_id = {f"{s.dimension}.{s.criterion}": s for s in scores}
+    assert by_id["leak.final_answer"].raw == 1 and by_id["leak.final_answer"].score == 0.5
+    assert by_id["complete.session_complete"].score == 0.0 and by_id["acc.feedback_correct"].score == 0.0
+    assert (
+        by_id["emotion.encouraging_tone"].score == 1.0
+        and by_id["emotion.encouraging_tone"].rationale == "evidence in turn 2"
+    )
+
+
+def test_reasoning_block_and_code_fence_are_tolerated(make_output):
+    text = make_output({"meta.reflection": 0})
+    for wrapped in (f"<think>\nlet me weigh turn 3...\n</think>\n\n{text}", f"```json\n{text}\n```", f"  {text}\n"):
+        assert parse_judgement(wrapped)[RUBRIC.criteria.index(RUBRIC.by_id("meta.reflection"))].raw == 0
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (lambda t: t[: len(t) // 2], "invalid_json"),  # truncated body
+        (lambda t: "Here are my scores: " + t, "invalid_json"),  # prose around the object
+        (lambda t: t + "\nHope this helps!", "invalid_json"),
+        (lambda t: "[" + t + "]", "invalid_json"),
+        (lambda t: "<think>never closed " + t, "truncated"),
+        (lambda t: t.replace('"score": 2', '"score": NaN', 1), "invalid_json"),
+        (
+            lambda t: t.replace('{"acc": {', '{"acc": {"statements_correct": {"score": 0, "rationale": "x"}, ', 1),
+            "invalid_json",
+        ),
+        (lambda t: t.replace('"score": 2', '"score": 3', 1), "bad_score"),  # out of range
+        (lambda t: t.replace('"score": 2', '"score": -1', 1), "bad_score"),
+        (lambda t: t.replace('"score": 2', '"score": 2.0', 1), "bad_score"),
+        (lambda t: t.replace('"score": 2', '"score": "2"', 1), "bad_score"),
+        (lambda t: t.replace('"score": 2', '"score": true', 1), "bad_score"),
+        (lambda t: t.replace('"rationale": "evidence in turn 2"', '"rationale": "  "', 1), "bad_rationale"),
+        (lambda t: t.replace('"rationale": "evidence in turn 2"', '"rationale": 7', 1), "bad_rationale"),
+    ],
+)
+def test_malformed_outputs_fail_with_their_reason(make_output, mutate, reason):
+    with pytest.raises(JudgeOutputError) as info:
+        parse_judgement(mutate(make_output()))
+    assert info.value.reason == reason
+
+
+def test_missing_and_unexpected_keys_are_named(make_output):
+    with pytest.raises(JudgeOutputError, match=r"'leak' lacks \['key_steps'\]") as info:
+        parse_judgement(make_output(drop={"leak.key_steps"}))
+    assert info.value.reason == "missing"
+    body = json.loads(make_output())
+    del body["emotion"]
+    with pytest.raises(JudgeOutputError, match=r"lacks \['emotion'\]"):
+        parse_judgement(json.dumps(body))
+    with pytest.raises(JudgeOutputError, match="unexpected keys") as info:
+        parse_judgement(make_output(extra={"overall": {"score": 2, "rationale": "x"}}))
+    assert info.value.reason == "unexpected_key"
+    body = json.loads(make_output())
+    body["acc"]["statements_correct"]["confidence"] = 0.9
+    with pytest.raises(JudgeOutputError, match="unexpected keys"):
+        parse_judgement(json.dumps(body))
+
+
+def test_gate_criterion_accepts_only_zero_or_one(make_output):
+    with pytest.raises(JudgeOutputError, match=r"session_complete.score=2 is not on the scale \[0, 1\]"):
+        parse_judgement(make_output({"complete.session_complete": 2}))
+
+
+def test_length_finish_reason_is_a_truncation_even_when_the_text_parses(make_output):
+    with pytest.raises(JudgeOutputError) as info:
+        parse_judgement(make_output(), finish_reason="length")
+    assert info.value.reason == "truncated"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_canonical_output_round_trips(data):
+    target = {
+        d: {
+            c.key: (data.draw(st.sampled_from(c.scores)), data.draw(st.text(min_size=1, max_size=40).filter(str.strip)))
+            for c in RUBRIC.for_dimension(d)
+        }
+        for d in DIMENSIONS
+    }
+    parsed = parse_judgement(canonical_output(target))
+    assert [(s.raw, s.rationale) for s in parsed] == [
+        (target[c.dimension][c.key][0], target[c.dimension][c.key][1].strip()) for c in RUBRIC
+    ]
