@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.advantage_report_cli",
     "pearl_verl.student.simulate_cli",
     "pearl_verl.knowledge.decompose_cli",
+    "pearl_verl.judge.judge_cli",
     "pearl_verl.local.train_cli",
 )
 

@@ -18,9 +18,7 @@ import numpy as np
 import torch
 
 from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, compute_pearl_advantage_breakdown
-from pearl_verl.dims import COMPLETED_KEY, DIMENSIONS, JUDGE_OK_KEY, TUTOR_TURNS_KEY
-from pearl_verl.episode import EpisodeRecord
-from pearl_verl.judge.types import JudgeResult
+from pearl_verl.dims import COMPLETED_KEY, JUDGE_OK_KEY, TUTOR_TURNS_KEY
 
 
 @dataclass(frozen=True)
@@ -167,33 +165,3 @@ def _as_number(value: Any) -> float:
         value = value.item()
     return float(value) if isinstance(value, bool | int | float) else math.nan
 
-
-FAILED_EPISODE_REASONS = frozenset({"student_error", "tutor_error"})
-"""Episodes whose backend failed: they are flagged (judge_ok=0), never judged or scored."""
-
-JUDGE_LATENCY_KEY = "judge_latency_s"
-
-
-def reward_info(episode: EpisodeRecord, result: JudgeResult | None) -> tuple[float, dict[str, float]]:
-    """The reward score and ``reward_extra_info`` of one judged dialogue (same keys every time).
-
-    Args:
-        episode: the dialogue.
-        result: the judge's verdict; None when it was not judged (a failed episode).
-
-    Returns:
-        ``(reward_score, info)``. ``info`` holds the 8 dimensions, ``judge_ok``, ``completed``
-        (the episode ended normally and the judge's completion gate is 1), ``tutor_turns`` and
-        ``judge_latency_s``. When the judgement failed or the episode failed, ``judge_ok`` is 0
-        and the scores are 0.0 placeholders that the PEARL estimator excludes from every statistic.
-    """
-    ok = result is not None and result.ok and result.dims is not None and episode.end_reason not in FAILED_EPISODE_REASONS
-    dims = {dim: float(result.dims[dim]) if ok else 0.0 for dim in DIMENSIONS}
-    info = {
-        **dims,
-        JUDGE_OK_KEY: 1 if ok else 0,
-        COMPLETED_KEY: 1 if ok and episode.completed and result.gate == 1 else 0,
-        TUTOR_TURNS_KEY: episode.tutor_turns,
-        JUDGE_LATENCY_KEY: float(result.latency_s) if result is not None else 0.0,
-    }
-    return (sum(dims.values()) / len(dims) if ok else 0.0), info

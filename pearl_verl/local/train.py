@@ -30,7 +30,7 @@ from pearl_verl.episode import EpisodeRecord
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.local.models import prepare_model
 from pearl_verl.local.runtime import build_actor, compose_verl_config, device_overrides, policy_state_dict, setup_process
-from pearl_verl.reward_fields import FAILED_EPISODE_REASONS, reward_info
+from pearl_verl.judge.fields import reward_info, reward_score, should_judge
 from pearl_verl.sample import PearlSample
 
 logger = logging.getLogger(__name__)
@@ -71,9 +71,9 @@ class LocalTrainConfig:
     batch_problems: int = 4
     group_size: int = 4
     lr: float | None = None
-    max_tutor_turns: int = 4
-    max_tokens_per_turn: int = 40
-    response_length: int = 320
+    max_tutor_turns: int = 8
+    max_tokens_per_turn: int = 24
+    response_length: int = 1024
     prompt_length: int = 1536
     temperature: float = 1.0
     gamma: float = 0.98
@@ -180,9 +180,9 @@ class LocalTrainer:
         self.pearl_config = pearl_config_from_root(self.verl_config)
         self.simulator = simulator_for(self.pearl_config)
         if judge is None:
-            from pearl_verl.judge.factory import build_judge
+            from pearl_verl.judge.config import JudgeConfig, build_judge
 
-            judge = build_judge({"backend": "offline"})
+            judge = build_judge(JudgeConfig(backend="offline"))
         self.judge = judge
 
     def _samples(self) -> list[PearlSample]:
@@ -255,9 +255,8 @@ class LocalTrainer:
 
     async def _judge(self, episodes: list[EpisodeRecord]) -> list[tuple[float, dict[str, Any]]]:
         async def one(episode: EpisodeRecord) -> tuple[float, dict[str, Any]]:
-            if episode.end_reason in FAILED_EPISODE_REASONS:
-                return reward_info(episode, None)
-            return reward_info(episode, await self.judge.judge(episode))
+            info = reward_info(episode, await self.judge.judge(episode) if should_judge(episode) else None)
+            return reward_score(info), info
 
         return await asyncio.gather(*(one(e) for e in episodes))
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as AGENT_LOOP_REGISTRY
+from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 
-from pearl_verl.verl_plugin import agent_loop, estimator, trainer_v1
+from pearl_verl.verl_plugin import agent_loop, estimator, reward_manager, trainer_v1
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,13 @@ REGISTRATIONS: tuple[Registration, ...] = (
         AGENT_LOOP_REGISTRY,
         {"_target_": f"{agent_loop.PearlTutorAgentLoop.__module__}.{agent_loop.PearlTutorAgentLoop.__qualname__}"},
         f"actor_rollout_ref.rollout.agent.default_agent_loop={agent_loop.AGENT_NAME}",
+    ),
+    Registration(
+        "reward manager",
+        reward_manager.REWARD_MANAGER_NAME,
+        REWARD_MANAGER,
+        reward_manager.PearlJudgeRewardManager,
+        f"reward.reward_manager.name={reward_manager.REWARD_MANAGER_NAME}",
     ),
 )
 
