@@ -27,8 +27,7 @@ install_requires = [
     "hydra-core>=1.3",
     "omegaconf>=2.3",
     "networkx>=3.0",
-    "openai>=1.40",
-    "aiohttp>=3.9",  # the local OpenAI-compatible server used by tests, benchmarks and fault drills
+    "aiohttp>=3.9",  # the OpenAI-compatible chat client, and the local server of tests and benchmarks
     "math-verify>=0.7",
     "tqdm",
     "matplotlib>=3.7",

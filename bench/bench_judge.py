@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import multiprocessing as mp
 import random
@@ -30,61 +29,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collections.abc import Sequence  # noqa: E402
-from typing import Any  # noqa: E402
 
 from pearl_verl.dims import DIMENSIONS  # noqa: E402
 from pearl_verl.episode import DialogueTurn, EpisodeRecord  # noqa: E402
 from pearl_verl.judge.config import JudgeConfig, build_judge  # noqa: E402
-from pearl_verl.judge.llm_judge import LLMJudge  # noqa: E402
 from pearl_verl.judge.parser import parse_judgement  # noqa: E402
 from pearl_verl.judge.prompt import canonical_output, judge_messages, prompt_text, shared_prefix_share  # noqa: E402
 from pearl_verl.judge.rubric import RUBRIC  # noqa: E402
-from pearl_verl.llm.types import ChatResult, Message, SamplingConfig  # noqa: E402
 from pearl_verl.problem import Problem  # noqa: E402
 from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState  # noqa: E402
 
 DIALOGUES, CONCURRENCY, LATENCY_S, TARGET = 512, 64, 0.100, 1.2
-SHARED = "LLMJudge over OpenAIChatClient (openai SDK)"
-REFERENCE = "LLMJudge over a bare aiohttp backend (bench-only reference)"
-
-
-class BareHTTPBackend:
-    """Bench-only reference transport: the same requests over one aiohttp session, no SDK layers.
-
-    It exists to split the measured overhead into the judge's part and the HTTP client's part;
-    it has no retries or error mapping and is never used outside this benchmark.
-    """
-
-    def __init__(self, base_url: str, model: str, max_concurrency: int) -> None:
-        self.url, self.model, self.max_concurrency = base_url.rstrip("/") + "/chat/completions", model, max_concurrency
-        self._session: Any = None
-        self._semaphore: asyncio.Semaphore | None = None
-
-    async def chat(self, messages: Sequence[Message], sampling: SamplingConfig | None = None) -> ChatResult:
-        import aiohttp
-
-        if self._session is None:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.max_concurrency))
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
-        sampling = sampling or SamplingConfig()
-        body = {
-            "model": self.model,
-            "messages": [dict(m) for m in messages],
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "n": sampling.n,
-            "max_tokens": sampling.max_tokens,
-            "top_k": sampling.top_k,
-        }
-        assert self._semaphore is not None
-        async with self._semaphore, self._session.post(self.url, json=body) as response:
-            data = await response.json()
-        choices = data["choices"]
-        return ChatResult(tuple(c["message"]["content"] for c in choices), tuple(c["finish_reason"] for c in choices))
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+SHARED = "LLMJudge over OpenAIChatClient"
 
 
 @dataclass(frozen=True)
@@ -92,7 +48,7 @@ class JudgeThroughput:
     """One benchmark result.
 
     Attributes:
-        name: which judge path (the shared client, or the bench-only reference transport).
+        name: which judge path.
         dialogues / concurrency / latency_s: the setup.
         wall_s: median wall time to judge all dialogues.
         ideal_s: dialogues / concurrency * latency_s.
@@ -188,16 +144,9 @@ def _serve(latency_s: float, ready: mp.Queue, stop: mp.Event, stats: mp.Queue) -
     server.stop()
 
 
-async def _judge_all(name: str, base_url: str, batch: list[EpisodeRecord], repeats: int) -> tuple[list[float], int]:
-    bare = BareHTTPBackend(base_url, "pearl-judge", CONCURRENCY) if name == REFERENCE else None
-    judge = (
-        LLMJudge(bare)
-        if bare is not None
-        else build_judge(
-            JudgeConfig(
-                base_url=base_url, model="pearl-judge", max_concurrency=CONCURRENCY, max_retries=0, timeout_s=30.0
-            )
-        )
+async def _judge_all(base_url: str, batch: list[EpisodeRecord], repeats: int) -> tuple[list[float], int]:
+    judge = build_judge(
+        JudgeConfig(base_url=base_url, model="pearl-judge", max_concurrency=CONCURRENCY, max_retries=0, timeout_s=30.0)
     )
     await asyncio.gather(*(judge.judge(e) for e in batch[:CONCURRENCY]))  # warm-up: open the connections
     walls, ok = [], 0
@@ -206,11 +155,6 @@ async def _judge_all(name: str, base_url: str, batch: list[EpisodeRecord], repea
         results = await asyncio.gather(*(judge.judge(e) for e in batch))
         walls.append(time.perf_counter() - start)
         ok = sum(r.ok for r in results)
-    if bare is not None:
-        await bare.close()
-    del judge
-    gc.collect()  # release the shared client's connection pool while its event loop still runs
-    await asyncio.sleep(0)
     return walls, ok
 
 
@@ -227,7 +171,7 @@ def run(
     repeats: int = 3,
     dialogues: int = DIALOGUES,
     latency_s: float = LATENCY_S,
-    names: Sequence[str] = (SHARED, REFERENCE),
+    names: Sequence[str] = (SHARED,),
 ) -> list[JudgeThroughput]:
     """Measure judge throughput (median over ``repeats``) per judge path, against one server process."""
     batch = episodes(dialogues)
@@ -240,7 +184,7 @@ def run(
         server = ctx.Process(target=_serve, args=(latency_s, ready, stop, stats), daemon=True)
         server.start()
         try:
-            walls, ok = asyncio.run(_judge_all(name, ready.get(timeout=60), batch, repeats))
+            walls, ok = asyncio.run(_judge_all(ready.get(timeout=60), batch, repeats))
         finally:
             stop.set()
             max_in_flight, _ = stats.get(timeout=30)

@@ -158,3 +158,21 @@ def test_scripted_backend_records_calls_and_failures():
         asyncio.run(failing.chat([{"role": "user", "content": "hi"}]))
     assert backend.calls[0][0] == [{"role": "user", "content": "hi"}]
     assert failing.usage.snapshot()["failures"] == 1 and failing.usage.snapshot()["attempts"] == 4
+
+
+def test_connection_pool_closes_with_its_event_loop(recwarn):
+    import gc
+
+    with LocalChatServer(lambda body: "ok") as server:
+        client = _client(server)
+        assert asyncio.run(client.chat([{"role": "user", "content": "x"}])).text == "ok"
+
+        async def explicit():
+            await client.chat([{"role": "user", "content": "x"}])
+            await client.aclose()
+
+        asyncio.run(explicit())
+    del client
+    gc.collect()
+    unclosed = [w for w in recwarn.list if "Unclosed" in str(w.message)]
+    assert unclosed == []
