@@ -33,16 +33,22 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = [row["step"] for row in rows]
+    train = [row for row in rows if "reward/mean" in row]
+    steps = [row["step"] for row in train]
+    evals = [row for row in rows if "eval/reward/mean" in row]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    axes[0].plot(steps, [_get(row, "reward/mean") for row in rows], color="black", linewidth=2.2, label="mean of 8 dims")
+    axes[0].plot(steps, [_get(row, "reward/mean") for row in train], color="black", linewidth=2.2, label="train: mean of 8 dims")
+    axes[0].plot([row["step"] for row in evals], [_get(row, "eval/reward/mean") for row in evals], "D--", color="tab:green",
+                 markersize=6, label="held-out eval")
     for dim in DIMENSIONS:
-        axes[0].plot(steps, [_get(row, f"pearl/reward/{dim}/mean") for row in rows], linewidth=1, alpha=0.75, label=dim)
-    axes[0].set(title="judge reward (scored dialogues)", xlabel="step", ylabel="score in [0, 1]", ylim=(-0.02, 1.02))
+        axes[0].plot(steps, [_get(row, f"pearl/reward/{dim}/mean") for row in train], linewidth=1, alpha=0.6, label=dim)
+    axes[0].set(title="judge reward", xlabel="step", ylabel="score in [0, 1]", ylim=(-0.02, 1.02))
     axes[0].legend(fontsize=7, ncol=3)
-    axes[1].plot(steps, [_get(row, "pearl/episode/tutor_turns/mean") for row in rows], marker="o", markersize=3)
-    axes[1].set(title="tutor turns per dialogue", xlabel="step")
-    axes[2].plot(steps, [_get(row, "actor/pg_loss") for row in rows], marker="o", markersize=3, color="tab:red")
+    axes[1].plot(steps, [_get(row, "pearl/episode/tutor_turns/mean") for row in train], marker="o", markersize=3, label="tutor turns")
+    axes[1].plot(steps, [_get(row, "pearl/episode/completed_rate") for row in train], marker="s", markersize=3, label="completed rate")
+    axes[1].set(title="dialogues", xlabel="step")
+    axes[1].legend(fontsize=8)
+    axes[2].plot(steps, [_get(row, "actor/pg_loss") for row in train], marker="o", markersize=3, color="tab:red")
     axes[2].set(title="GSPO policy loss", xlabel="step")
     for ax in axes:
         ax.grid(alpha=0.3)

@@ -118,10 +118,14 @@ def build_actor(config: DictConfig) -> Any:
 
 
 def policy_state_dict(worker: Any) -> dict[str, torch.Tensor]:
-    """The actor's full (unsharded) weights under Hugging Face parameter names."""
+    """A copy of the actor's full (unsharded) weights under Hugging Face parameter names.
+
+    A copy, not views: on one rank ``full_tensor()`` may return the parameter's own storage,
+    which the next optimizer step would change under the caller.
+    """
     from torch.distributed.tensor import DTensor
 
     return {
-        name: (value.full_tensor() if isinstance(value, DTensor) else value).detach()
+        name: (value.full_tensor() if isinstance(value, DTensor) else value).detach().clone()
         for name, value in worker.engine.module.state_dict().items()
     }

@@ -59,6 +59,10 @@ class LocalTrainConfig:
         temperature: tutor sampling temperature.
         gamma: PEARL turn-decay factor.
         seed: seeds problems, students, sampling and initial weights.
+        eval_problems: held-out problems (the ones after the training problems in the file) tutored
+            ``group_size`` times each, with fixed sampling seeds, before training and every
+            ``eval_every`` steps: the comparable measure of progress (0 disables).
+        eval_every: evaluation interval in steps (the last step is always evaluated).
         save_every: checkpoint interval in steps (a final checkpoint is always written).
         prefer_gpu: use the GPU when one is visible.
     """
@@ -78,11 +82,13 @@ class LocalTrainConfig:
     temperature: float = 1.0
     gamma: float = 0.98
     seed: int = 0
+    eval_problems: int = 8
+    eval_every: int = 10
     save_every: int = 10
     prefer_gpu: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every"):
+        for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1.")
         if self.group_size < 2:
@@ -119,7 +125,7 @@ class LocalTrainer:
         self.actor = build_actor(self.verl_config)
         self._build_rollout(model_dir)
         self._build_episode_parts(judge)
-        self.samples = self._samples()
+        self.samples, self.eval_samples = self._samples()
         self.step_index = 0
 
     def _overrides(self, model_dir: Path) -> list[str]:
@@ -170,7 +176,8 @@ class LocalTrainer:
         rollout_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(self.device.kind).eval()
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.server = HFGenerateServer(rollout_model, pad, _special_ids(self.tokenizer)[0])
-        self.server.load_weights(policy_state_dict(self.actor))
+        self._weights = policy_state_dict(self.actor)
+        self.server.load_weights(self._weights)
         self.hf_model_type = rollout_model.config.model_type
 
     def _build_episode_parts(self, judge: TutoringJudge | None) -> None:
@@ -185,16 +192,47 @@ class LocalTrainer:
             judge = build_judge(JudgeConfig(backend="offline"))
         self.judge = judge
 
-    def _samples(self) -> list[PearlSample]:
+    def _samples(self) -> tuple[list[PearlSample], list[PearlSample]]:
+        """Training samples, and held-out evaluation samples (the next problems of the file)."""
         path = self.config.problems_file or FIXTURE
         items, _ = load_source(path, "gsm8k")
+        needed = self.config.num_problems + self.config.eval_problems
+        if len(items) < needed:
+            raise ValueError(
+                f"{path} has {len(items)} problems; num_problems + eval_problems = {needed}. "
+                "Lower them or pass a larger --problems-file."
+            )
         rng = random.Random(self.config.seed)
         sampler = ConditionSampler()
         samples = []
-        for item in items[: self.config.num_problems]:
+        for item in items[:needed]:
             condition = sampler.sample(rng, item.misconception)
             samples.append(PearlSample(item.problem, condition, self.simulator.opening(item.problem, condition)))
-        return samples
+        return samples[: self.config.num_problems], samples[self.config.num_problems :]
+
+    def evaluate(self) -> dict[str, float]:
+        """Tutor the held-out samples with fixed sampling seeds; mean judge reward and episode stats.
+
+        The training random state is saved and restored around it, so evaluating does not change
+        the training run.
+        """
+        if not self.eval_samples:
+            return {}
+        state = torch.get_rng_state()
+        torch.manual_seed(self.config.seed + 10_007)
+        try:
+            outputs = asyncio.run(self._rollout(self.eval_samples, tag="eval"))
+        finally:
+            torch.set_rng_state(state)
+        episodes = [_episode(output) for output in outputs]
+        scores, infos = zip(*asyncio.run(self._judge(episodes)))
+        scored = [s for s, info in zip(scores, infos) if info["judge_ok"]]
+        return {
+            "eval/reward/mean": float(np.mean(scored)) if scored else float("nan"),
+            "eval/completed_rate": float(np.mean([info["completed"] for info in infos])),
+            "eval/tutor_turns/mean": float(np.mean([e.tutor_turns for e in episodes])),
+            "eval/dialogues": len(episodes),
+        }
 
     def step(self) -> StepResult:
         """One training step; returns its metrics and the step's dialogues."""
@@ -214,7 +252,10 @@ class LocalTrainer:
         t0 = time.perf_counter()
         update = self._update(outputs, list(infos), uids, metrics)
         timings["time/update_s"] = time.perf_counter() - t0
-        self.server.load_weights(policy_state_dict(self.actor))
+        weights = policy_state_dict(self.actor)
+        metrics["actor/param_change"] = _distance(self._weights, weights)
+        self._weights = weights
+        self.server.load_weights(weights)
         self.step_index += 1
         scored = [s for s, info in zip(scores, infos) if info["judge_ok"]]
         metrics.update(update)
@@ -229,7 +270,7 @@ class LocalTrainer:
         )
         return StepResult(metrics, episodes)
 
-    async def _rollout(self, batch: list[PearlSample]) -> list[Any]:
+    async def _rollout(self, batch: list[PearlSample], tag: str | None = None) -> list[Any]:
         from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 
         from pearl_verl.verl_plugin.agent_loop import PearlTutorAgentLoop
@@ -246,8 +287,9 @@ class LocalTrainer:
                 data_config=DictConfigWrap(self.verl_config.data),
                 hf_model_type=self.hf_model_type,
             )
+            uid = f"{tag or f'step{self.step_index}'}-{group}"  # eval students repeat across evaluations
             row = {"raw_prompt": sample.to_prompt(), "extra_info": sample.to_extra_info(),
-                   "uid": f"step{self.step_index}-{group}", "session_id": member, "global_steps": self.step_index}
+                   "uid": uid, "session_id": member, "global_steps": self.step_index}
             return await loop.run(dict(sampling), **row)
 
         jobs = [one(s, g, m) for g, s in enumerate(batch) for m in range(self.config.group_size)]
@@ -286,9 +328,15 @@ class LocalTrainer:
         self.actor.load_checkpoint(str(latest))
         self.step_index = json.loads((latest / "pearl_local_state.json").read_text())["step"]
         torch.set_rng_state(torch.load(latest / "pearl_rng_state.pt"))
-        self.server.load_weights(policy_state_dict(self.actor))
+        self._weights = policy_state_dict(self.actor)
+        self.server.load_weights(self._weights)
         logger.info("resumed from %s at step %d", latest, self.step_index)
         return self.step_index
+
+
+def _distance(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> float:
+    """L2 norm of the parameter change of one update (0.0 would mean the step trained nothing)."""
+    return float(torch.sqrt(sum(((after[k].float() - before[k].float()) ** 2).sum() for k in after)))
 
 
 def _episode(output: Any) -> EpisodeRecord:
@@ -320,13 +368,20 @@ def run_training(config: LocalTrainConfig, resume: bool = False, judge: Tutoring
     if not resume and metrics_path.exists():
         metrics_path.unlink()  # a fresh run starts a fresh log
     rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
+    if start == 0 and config.eval_problems:
+        first = {"step": 0, **trainer.evaluate()}
+        append_metrics(metrics_path, first)
+        rows.append(first)
     progress = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train-local", unit="step")
     for _ in progress:
         result = trainer.step()
+        if config.eval_problems and (trainer.step_index % config.eval_every == 0 or trainer.step_index == config.steps):
+            result.metrics.update(trainer.evaluate())
         append_metrics(metrics_path, result.metrics)
         rows.append(result.metrics)
         progress.set_postfix(
             reward=f"{result.metrics['reward/mean']:.3f}",
+            eval=f"{result.metrics.get('eval/reward/mean', float('nan')):.3f}",
             turns=f"{result.metrics.get('pearl/episode/tutor_turns/mean', float('nan')):.1f}",
             loss=f"{result.metrics.get('actor/pg_loss', float('nan')):+.3f}",
         )

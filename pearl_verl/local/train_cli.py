@@ -58,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(LocalTrainConfig)}
     config = LocalTrainConfig(**values)
     rows = run_training(config, resume=args.resume)
-    first, last = rows[0], rows[-1]
-    print(
-        f"done: {len(rows)} steps; mean judge reward {first['reward/mean']:.3f} (step {first['step']}) -> "
-        f"{last['reward/mean']:.3f} (step {last['step']}); outputs in {config.out_dir} "
-        "(metrics.jsonl, curves.png, checkpoints/)"
-    )
+    evals = [row for row in rows if "eval/reward/mean" in row]
+    summary = f"done: step {rows[-1]['step']} of {config.steps}"
+    if len(evals) >= 2:
+        summary += (
+            f"; held-out judge reward {evals[0]['eval/reward/mean']:.3f} (step {evals[0]['step']}) -> "
+            f"{evals[-1]['eval/reward/mean']:.3f} (step {evals[-1]['step']})"
+        )
+    print(f"{summary}; outputs in {config.out_dir} (metrics.jsonl, curves.png, checkpoints/)")
     return 0
