@@ -27,6 +27,59 @@ def recipe_overrides(script: Path, tmp_path: Path, **env: str) -> list[str]:
     return command[3:]
 
 
+def _check_paper_gspo(cfg):
+    """The paper's GSPO: sequence-level ratio and aggregation, tiny asymmetric clip, no KL, lr 1e-6, G = 8."""
+    actor = cfg.actor_rollout_ref.actor
+    assert actor.policy_loss.loss_mode == "gspo" and actor.loss_agg_mode == "seq-mean-token-mean"
+    assert (actor.clip_ratio_low, actor.clip_ratio_high) == (3e-4, 4e-4) and actor.use_kl_loss is False
+    assert actor.optim.lr == 1e-6 and not cfg.algorithm.use_kl_in_reward
+    rollout = cfg.actor_rollout_ref.rollout
+    assert rollout.n == 8 and rollout.temperature == 1.0
+
+
+@pytest.mark.parametrize(("recipe", "engine"), [
+    ("run_qwen3_30b_a3b_pearl_gspo_fsdp.sh", "fsdp2"),
+    ("run_qwen3_30b_a3b_pearl_gspo_megatron.sh", "megatron"),
+])
+def test_full_pearl_recipes_compose_and_validate(verl_config, tmp_path, recipe, engine):
+    overrides = recipe_overrides(RECIPES / recipe, tmp_path)
+    cfg = verl_config(overrides)
+    prepare(cfg)  # registrations, pearl section (student endpoint, agent), KL check, verl's validate_config
+    _check_paper_gspo(cfg)
+    assert cfg.actor_rollout_ref.actor.strategy == engine
+    assert cfg.algorithm.adv_estimator == "pearl" and cfg.trainer.v1.trainer_mode == "pearl_sync"
+    assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "pearl_tutor"
+    assert cfg.reward.reward_manager.name == "pearl_judge" and cfg.reward.reward_kwargs.backend == "llm"
+    from pearl_verl.judge.config import judge_config_from_mapping
+    from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+
+    pearl = pearl_config_from_root(cfg)
+    assert pearl.advantage.gamma == 0.98 and pearl.agent.max_tutor_turns == 15
+    assert pearl.student.backend == "llm" and pearl.student.base_url == "http://localhost:8001/v1"
+    judge = judge_config_from_mapping(dict(cfg.reward.reward_kwargs))
+    assert judge.base_url == "http://localhost:8000/v1" and judge.temperature == 0.3
+    if engine == "megatron":
+        assert cfg.actor_rollout_ref.actor.megatron.expert_model_parallel_size == 8
+        assert cfg.actor_rollout_ref.actor.megatron.router_replay.mode == "R2"
+
+
+def test_serve_student_recipe_prints_the_vllm_command():
+    proc = subprocess.run(["bash", str(RECIPES / "serve_student.sh"), "--dry-run"], capture_output=True, text=True, check=True)
+    command = proc.stdout.splitlines()
+    assert command[:3] == ["vllm", "serve", "Qwen/Qwen3-30B-A3B-Instruct-2507"]
+    assert "--enable-prefix-caching" in command and command[command.index("--served-model-name") + 1] == "pearl-student"
+
+
+def test_endpoint_check_fails_early_with_the_fix(tmp_path):
+    proc = subprocess.run(
+        ["bash", str(RECIPES / "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh")], capture_output=True, text=True,
+        env={**os.environ, "STUDENT_BASE_URL": "http://127.0.0.1:9/v1", "DATA_DIR": str(tmp_path)},
+    )
+    assert proc.returncode == 1
+    assert "the student endpoint http://127.0.0.1:9/v1 is not reachable" in proc.stderr
+    assert "recipes/pearl/serve_student.sh" in proc.stderr
+
+
 def test_gspo_fsdp_recipe_composes_and_validates(verl_config, tmp_path):
     overrides = recipe_overrides(RECIPES / "run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh", tmp_path)
     cfg = verl_config(overrides)
