@@ -64,15 +64,22 @@ def measure(config: StudentConfig, dialogues: int) -> dict[str, float]:
     }
 
 
+def run(dialogues: int = 200) -> tuple[dict[str, float], dict[str, float]]:
+    """(offline measurement, LLM-backend measurement over a zero-latency local server)."""
+    offline = measure(StudentConfig(), dialogues)
+    with LocalChatServer(consistent_reply, model="student") as server:
+        config = StudentConfig(backend="llm", base_url=server.base_url, model="student", decomposer="rules")
+        llm = measure(config, max(1, dialogues // 4))
+    return offline, llm
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dialogues", type=int, default=200)
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
-    results = {"offline": measure(StudentConfig(), args.dialogues)}
-    with LocalChatServer(consistent_reply, model="student") as server:
-        config = StudentConfig(backend="llm", base_url=server.base_url, model="student", decomposer="rules")
-        results["llm (local server, no model time)"] = measure(config, max(1, args.dialogues // 4))
+    offline, llm = run(args.dialogues)
+    results = {"offline": offline, "llm (local server, no model time)": llm}
     for name, row in results.items():
         print(
             f"{name:<36} {row['dialogues']:>4} dialogues {row['reply_turns']:>5} turns | "

@@ -1,4 +1,4 @@
-"""``bench/run.py --quick`` runs and meets its CI targets (estimator <= 3x verl's GRPO)."""
+"""``bench/run.py --quick`` runs every section and meets its CI targets (its exit code gates them)."""
 
 import json
 import subprocess
@@ -8,12 +8,16 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "run.py"
 
 
-def test_quick_benchmark_meets_targets(tmp_path):
+def test_quick_benchmark_meets_its_targets(tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, str(BENCH), "--quick", "--json", str(out)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
-    result = json.loads(out.read_text())
-    names = [t["name"] for t in result["timings"]]
-    assert "verl grpo_vectorized (1 dim)" in names and "pearl compute_pearl_advantage (8 dims)" in names
-    vs_grpo = [r for r in result["ratios"] if "/ verl grpo_vectorized" in r["name"]]
-    assert len(vs_grpo) == 2 and all(r["ok"] and r["value"] <= 3.0 for r in vs_grpo)
+    proc = subprocess.run([sys.executable, str(BENCH), "--quick", "--json", str(out)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ratios = {r["name"]: r for r in json.loads(out.read_text())["ratios"]}
+    gating = {name: r for name, r in ratios.items() if r["gates_quick"]}
+    assert len(gating) == 4 and all(r["ok"] for r in gating.values())
+    assert any("/ verl grpo_vectorized" in name for name in gating)
+    assert any("verl tool_agent, CPU per turn" in name for name in gating)
+    assert any("judge 512 dialogues" in name for name in ratios)  # measured and reported, gated in full runs
+    for section in ("### advantage", "### agent_loop", "### judge", "### student"):
+        assert section in proc.stdout
