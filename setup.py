@@ -29,6 +29,7 @@ install_requires = [
     "networkx>=3.0",
     "aiohttp>=3.9",  # the OpenAI-compatible chat client, and the local server of tests and benchmarks
     "math-verify>=0.7",
+    "sacrebleu>=2.3",  # MathTutorBench's Socratic-questioning metric
     "tqdm",
     "matplotlib>=3.7",
 ]
@@ -50,7 +51,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["pearl_verl", "pearl_verl.*"]),
-    package_data={"pearl_verl.resources": ["*.jsonl", "*.json", "*.yaml", "data/*/*"]},
+    package_data={"pearl_verl.resources": ["*.jsonl", "*.json", "*.yaml", "data/*/*", "eval/*/*", "eval/*/*/*"]},
     include_package_data=True,
     install_requires=install_requires,
     extras_require=extras_require,

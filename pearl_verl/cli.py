@@ -21,6 +21,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.student.simulate_cli",
     "pearl_verl.knowledge.decompose_cli",
     "pearl_verl.judge.judge_cli",
+    "pearl_verl.eval.tutor_cli",
+    "pearl_verl.eval.simulator_cli",
+    "pearl_verl.eval.rm_cli",
+    "pearl_verl.eval.mtb_cli",
+    "pearl_verl.eval.mathdial_cli",
     "pearl_verl.local.train_cli",
 )
 

@@ -1,0 +1,141 @@
+"""Flags and helpers shared by the evaluation commands (judge, student, progress bars)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pearl_verl.judge.config import JudgeConfig
+
+OFFLINE_JUDGE_LABEL = "offline HeuristicJudge (a CPU test double: NOT the paper's judge, NOT an external evaluator)"
+_JUDGE_DEFAULTS = JudgeConfig(backend="offline")
+
+
+def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) -> None:
+    """``--judge`` and its endpoint flags."""
+    choices = ("llm", "offline", "none") if allow_none else ("llm", "offline")
+    group = parser.add_argument_group("judge (the trained PEARL judge, or an external evaluator model)")
+    group.add_argument(
+        "--judge", choices=choices, default="llm", help="llm endpoint, offline heuristic test double, or none"
+    )
+    group.add_argument("--judge-base-url", help="judge endpoint, e.g. http://judge-host:8000/v1")
+    group.add_argument("--judge-model", help="judge model name as served")
+    group.add_argument("--judge-api-key-env", help="NAME of the environment variable with the judge's API key")
+    group.add_argument("--judge-label", help="how tables name the scorer, e.g. 'PEARL-RM' or 'external evaluator X'")
+    group.add_argument("--judge-samples", type=int, default=1, help="self-consistency samples per dialogue")
+    group.add_argument("--judge-temperature", type=float, default=_JUDGE_DEFAULTS.temperature, help="(paper: 0.3)")
+    group.add_argument("--judge-top-k", type=int, default=_JUDGE_DEFAULTS.top_k, help="(paper: 20; 0 = server default)")
+    group.add_argument("--judge-max-tokens", type=int, default=_JUDGE_DEFAULTS.max_tokens)
+    group.add_argument("--judge-concurrency", type=int, default=_JUDGE_DEFAULTS.max_concurrency)
+    group.add_argument("--judge-timeout", type=float, default=_JUDGE_DEFAULTS.timeout_s)
+
+
+def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
+    """The judge the flags describe; None for ``--judge none``."""
+    if args.judge == "none":
+        return None
+    return JudgeConfig(
+        backend=args.judge,
+        base_url=args.judge_base_url,
+        model=args.judge_model,
+        api_key_env=args.judge_api_key_env,
+        samples=args.judge_samples,
+        temperature=args.judge_temperature,
+        top_k=args.judge_top_k or None,
+        max_tokens=args.judge_max_tokens,
+        max_concurrency=args.judge_concurrency,
+        timeout_s=args.judge_timeout,
+    )
+
+
+def judge_label(args: argparse.Namespace) -> str:
+    """How tables name the scorer; the offline judge is always named as the test double it is."""
+    if args.judge == "offline":
+        return OFFLINE_JUDGE_LABEL
+    if args.judge == "none":
+        return "not judged"
+    return args.judge_label or f"LLM judge {args.judge_model} at {args.judge_base_url}"
+
+
+def judge_setup(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge settings a run records (no key)."""
+    return {
+        "judge": args.judge,
+        "base_url": args.judge_base_url,
+        "model": args.judge_model,
+        "label": judge_label(args),
+        "samples": args.judge_samples,
+        "temperature": args.judge_temperature,
+        "top_k": args.judge_top_k,
+    }
+
+
+def add_student_flags(parser: argparse.ArgumentParser) -> None:
+    """The student endpoint flags (one endpoint serves every simulator)."""
+    group = parser.add_argument_group("student simulator")
+    group.add_argument(
+        "--student-backend",
+        choices=("offline", "llm"),
+        default="offline",
+        help="offline = the PEARL simulator's deterministic CPU stand-in (baselines need llm)",
+    )
+    group.add_argument("--student-base-url", help="student endpoint, e.g. http://student-host:8000/v1")
+    group.add_argument("--student-model", help="student model name as served")
+    group.add_argument("--student-api-key-env", help="NAME of the environment variable with the student's API key")
+    group.add_argument("--student-planner", choices=("llm", "rules"), default="llm", help="PEARL planner (llm backend)")
+
+
+def student_setup(args: argparse.Namespace) -> dict[str, Any]:
+    """The student settings a run records (no key)."""
+    return {
+        "backend": args.student_backend,
+        "base_url": args.student_base_url,
+        "model": args.student_model,
+        "planner": args.student_planner,
+    }
+
+
+def build_simulators(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
+    """One simulator per name, all over the same student endpoint.
+
+    Raises:
+        ValueError: a baseline simulator without a student endpoint.
+    """
+    from pearl_verl.student.config import StudentConfig
+    from pearl_verl.student.factory import build_simulator
+
+    baselines = [n for n in names if n != "pearl"]
+    if baselines and not (args.student_base_url and args.student_model):
+        raise ValueError(
+            f"simulator(s) {baselines} are LLM role-play students: pass --student-base-url and --student-model "
+            "(the same endpoint serves the PEARL simulator with --student-backend llm)."
+        )
+    simulators = {}
+    for name in names:
+        backend = args.student_backend if name == "pearl" else "llm"
+        config = StudentConfig(
+            simulator=name,
+            backend=backend,
+            base_url=args.student_base_url if backend == "llm" else None,
+            model=args.student_model if backend == "llm" else None,
+            api_key_env=args.student_api_key_env,
+            planner=args.student_planner,
+        )
+        simulators[name] = build_simulator(config)
+    return simulators
+
+
+def add_progress_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress", choices=("auto", "on", "off"), default="auto", help="tqdm bar on stderr (auto: when a terminal)"
+    )
+
+
+def progress_bar(mode: str, total: int, unit: str, desc: str) -> Any:
+    """A tqdm bar on stderr, or None (``auto`` shows it only on a terminal)."""
+    if mode == "off" or (mode == "auto" and not sys.stderr.isatty()):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, mininterval=0.5 if mode == "auto" else 0)

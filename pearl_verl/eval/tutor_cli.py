@@ -1,0 +1,206 @@
+"""``pearl-verl eval-tutor``: tutors x student simulators x problems, matched, judged, tabulated.
+
+Examples::
+
+    # two endpoints, our simulator, the trained judge
+    pearl-verl eval-tutor ../shared/data/gsm8k/test.jsonl --limit 250 \\
+        --tutor name=base,base_url=http://t1:8000/v1,model=qwen3-30b-a3b \\
+        --tutor name=pearl,base_url=http://t2:8000/v1,model=pearl-30b \\
+        --student-backend llm --student-base-url http://s:8000/v1 --student-model student \\
+        --judge-base-url http://j:8000/v1 --judge-model pearl-judge --judge-label PEARL-RM --out runs/main
+
+    # cross-simulator table: add the baselines (same student endpoint)
+    ... --simulator pearl --simulator mathdial --simulator socraticlm --out runs/cross
+
+    # CPU smoke run: scripted tutors, offline student and offline heuristic judge (test doubles)
+    pearl-verl eval-tutor pearl_verl/resources/data/gsm8k/test_first50.jsonl --limit 10 \\
+        --tutor name=socratic,scripted=socratic --tutor name=leaking,scripted=leaking --judge offline --out runs/smoke
+
+The output directory holds ``manifest.json`` (protocol and matched items), ``results.jsonl`` (one line
+per dialogue, appended as it finishes; rerunning resumes), ``report.md``, ``summary.json``,
+``radar.png`` and ``bars.png``. ``--report-only`` rebuilds the last four from the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.eval.common_cli import (
+    add_judge_flags,
+    add_progress_flag,
+    add_student_flags,
+    judge_setup,
+    student_setup,
+)
+from pearl_verl.eval.protocol import ABILITIES, EvalProtocol
+from pearl_verl.student.config import SIMULATORS
+
+_DEFAULTS = EvalProtocol()
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "eval-tutor",
+        help="evaluate tutors against a student simulator under matched conditions, judged (paper's protocol)",
+        description="Run every tutor against the same matched (problem, student condition, seed) items with the "
+        "same stopping rule and sampling, judge each dialogue, and write the paper's table with 95%% intervals, "
+        "a radar and a bar plot. Results are appended as they finish; rerunning resumes.",
+    )
+    parser.add_argument("problems", nargs="*", help="GSM8K / MATH / MathDial / Problem files or prepared parquet")
+    parser.add_argument("--limit", type=int, help="first N problems of each file")
+    parser.add_argument("--tutor", action="append", default=[], help="tutor spec (repeat): see docs/eval.md")
+    parser.add_argument(
+        "--simulator", action="append", choices=SIMULATORS, help="student simulator(s) (repeat; default pearl)"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="run directory (created; resumed when it exists)")
+    protocol = parser.add_argument_group("protocol (the same for every tutor)")
+    protocol.add_argument("--max-turns", type=int, default=_DEFAULTS.max_turns, help="tutor-turn limit (paper: 20)")
+    protocol.add_argument("--temperature", type=float, default=_DEFAULTS.temperature)
+    protocol.add_argument("--top-p", type=float, default=_DEFAULTS.top_p)
+    protocol.add_argument("--top-k", type=int, default=_DEFAULTS.top_k, help="0 = server default")
+    protocol.add_argument("--max-tokens", type=int, default=_DEFAULTS.max_tokens, help="per tutor message")
+    protocol.add_argument("--seed", type=int, default=_DEFAULTS.seed, help="draws the matched items")
+    protocol.add_argument("--ability", choices=ABILITIES, default=_DEFAULTS.ability)
+    protocol.add_argument("--misconception-rate", type=float, default=_DEFAULTS.misconception_rate)
+    add_student_flags(parser)
+    add_judge_flags(parser)
+    parser.add_argument("--concurrency", type=int, default=16, help="dialogues in flight")
+    parser.add_argument("--retry-failed", action="store_true", help="run flagged dialogues again")
+    parser.add_argument("--report-only", action="store_true", help="rebuild report and plots from the results")
+    add_progress_flag(parser)
+    parser.set_defaults(handler=run)
+
+
+def build_protocol(args: argparse.Namespace) -> EvalProtocol:
+    return EvalProtocol(
+        max_turns=args.max_turns,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k or None,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        ability=args.ability,
+        misconception_rate=args.misconception_rate,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from pearl_verl.eval.protocol import read_manifest
+
+    if args.report_only:
+        manifest = read_manifest(args.out)
+        if manifest is None:
+            raise ValueError(f"{args.out} holds no eval-tutor run (no manifest.json).")
+        return _report(args.out, manifest, print_table=True)
+    manifest, flagged = _run(args)
+    code = _report(args.out, manifest, print_table=True)
+    return code if flagged == 0 else 1
+
+
+def _run(args: argparse.Namespace) -> tuple[Any, int]:
+    import asyncio
+
+    from pearl_verl.episode_runner import EpisodeLimits
+    from pearl_verl.eval.common_cli import build_simulators, judge_config, progress_bar
+    from pearl_verl.eval.protocol import (
+        Manifest,
+        draw_items,
+        load_eval_problems,
+        read_manifest,
+        resolve_manifest,
+        write_manifest,
+    )
+    from pearl_verl.eval.runner import RESULTS, plan_jobs, run_eval
+    from pearl_verl.eval.tutors import build_tutor, parse_tutor_spec
+    from pearl_verl.judge.config import build_judge
+
+    if not args.tutor:
+        raise ValueError("give at least one --tutor (e.g. --tutor name=pearl,base_url=http://host:8000/v1,model=m).")
+    specs = [parse_tutor_spec(text) for text in args.tutor]
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tutor names {names} must be unique.")
+    simulators = list(dict.fromkeys(args.simulator or ["pearl"]))
+    protocol = build_protocol(args)
+    setup = {"student": student_setup(args), "judge": judge_setup(args)}
+    stored = read_manifest(args.out)
+    if args.problems:
+        items = tuple(draw_items(load_eval_problems(args.problems, args.limit), protocol))
+    elif stored is not None:
+        items = stored.items
+    else:
+        raise ValueError(f"give problem files: {args.out} holds no run whose matched items could be reused.")
+    fresh = Manifest(protocol, items, setup, {s.name: s.describe() for s in specs}, tuple(simulators))
+    manifest = resolve_manifest(args.out, fresh)
+    write_manifest(args.out, manifest)
+    tutors = {s.name: build_tutor(s, protocol.sampling(), args.concurrency, protocol.seed) for s in specs}
+    config = judge_config(args)
+    judge = build_judge(config) if config is not None else None
+    jobs = plan_jobs(manifest.items, names, simulators)
+    bar = progress_bar(args.progress, len(jobs), "dialogue", "eval-tutor")
+    summary = asyncio.run(
+        run_eval(
+            jobs,
+            tutors,
+            build_simulators(args, simulators),
+            judge,
+            EpisodeLimits(protocol.max_turns),
+            args.out / RESULTS,
+            concurrency=args.concurrency,
+            retry_failed=args.retry_failed,
+            on_done=(lambda row: bar.update(1)) if bar is not None else None,
+            on_start=(lambda done: bar.update(done)) if bar is not None else None,
+        )
+    )
+    if bar is not None:
+        bar.close()
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary.end_reasons.items())) or "none"
+    print(
+        f"{args.out / RESULTS}: {summary.ran} dialogues run ({summary.ok} ok, {summary.flagged} flagged), "
+        f"{summary.skipped} already done, {summary.planned} planned | end reasons: {reasons}"
+    )
+    return manifest, summary.flagged
+
+
+def _report(folder: Path, manifest: Any, print_table: bool) -> int:
+    from pearl_verl.eval.plots import grouped_bars, radar_plot
+    from pearl_verl.eval.report import DIMENSION_TITLES, build_report
+    from pearl_verl.eval.runner import RESULTS, read_results
+
+    rows = list(read_results(folder / RESULTS).values())
+    tutors, simulators = list(manifest.tutors), list(manifest.simulators)
+    label = str(manifest.setup["judge"]["label"])
+    markdown, summary = build_report(rows, tutors, simulators, label)
+    (folder / "report.md").write_text(markdown + "\n", encoding="utf-8")
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    groups = summary["groups"]
+    if groups:
+        from pearl_verl.eval.stats import Estimate
+
+        def label_of(g: dict[str, Any]) -> str:
+            return g["tutor"] if len(simulators) == 1 else f"{g['tutor']} / {g['simulator']}"
+
+        dims = list(DIMENSION_TITLES)
+        radar_plot(
+            {label_of(g): [g["dims"][d]["mean"] for d in dims] for g in groups},
+            list(DIMENSION_TITLES.values()),
+            "Tutoring quality per dimension (0-100)",
+            folder / "radar.png",
+        )
+        grouped_bars(
+            {label_of(g): [Estimate(**g["dims"][d]) for d in dims] + [Estimate(**g["avg"])] for g in groups},
+            [*DIMENSION_TITLES.values(), "Avg"],
+            "Tutoring quality per dimension (mean, 95% CI)",
+            "score (0-100)",
+            folder / "bars.png",
+        )
+    if print_table:
+        print(markdown)
+        print(
+            f"wrote {folder / 'report.md'}, {folder / 'summary.json'}"
+            + (f", {folder / 'radar.png'}, {folder / 'bars.png'}" if groups else " (no judged dialogue: no plots)")
+        )
+    return 0

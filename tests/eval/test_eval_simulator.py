@@ -1,0 +1,101 @@
+"""eval-simulator end to end: planned labels offline, an LLM annotator over HTTP, resume, controllability plot."""
+
+import json
+
+from pearl_verl.llm.local_server import LocalChatServer
+
+
+def test_planned_labels_from_an_eval_tutor_run(fx, tmp_path, run_cli):
+    run = tmp_path / "run"
+    assert (
+        run_cli(
+            "eval-tutor",
+            fx.GSM8K,
+            "--limit",
+            "4",
+            "--ability",
+            "all",
+            "--tutor",
+            "name=s,scripted=socratic",
+            "--judge",
+            "none",
+            "--out",
+            run,
+        )
+        == 0
+    )
+    out = tmp_path / "sim"
+    assert run_cli("eval-simulator", run / "results.jsonl", "--annotator", "planned", "--out", out) == 0
+    for name in ("annotations.jsonl", "simulator_report.md", "simulator_summary.json", "controllability.png"):
+        assert (out / name).stat().st_size > 0, name
+    summary = json.loads((out / "simulator_summary.json").read_text())
+    assert summary["source"] == "planned labels, not annotations"
+    pearl = summary["simulators"]["pearl"]
+    assert pearl["dialogues"] == 12 and pearl["flagged"] == 0
+    results = fx.read_jsonl(run / "results.jsonl")
+    replies = sum(len(r["episode"]["student_trace"]) - 1 for r in results)
+    assert pearl["diversity"]["turns"] == replies
+    assert set(pearl["controllability"]) == {"low", "medium", "high"}
+    assert "PLANNED LABELS, NOT ANNOTATIONS" in (out / "simulator_report.md").read_text()
+
+
+def test_llm_annotator_endpoint_with_a_flagged_dialogue_and_resume(fx, tmp_path, run_cli, capsys):
+    run = tmp_path / "run"
+    assert (
+        run_cli(
+            "eval-tutor",
+            fx.GSM8K,
+            "--limit",
+            "3",
+            "--tutor",
+            "name=s,scripted=socratic",
+            "--judge",
+            "none",
+            "--max-turns",
+            "3",
+            "--out",
+            run,
+        )
+        == 0
+    )
+    results = fx.read_jsonl(run / "results.jsonl")
+    broken_problem = results[0]["episode"]["problem"]["question"]
+
+    def annotate(body):
+        user = body["messages"][1]["content"]
+        replies = int(user.rsplit("Annotate all ", 1)[1].split()[0])
+        if broken_problem in user:
+            return "I think they did fine."
+        return json.dumps(
+            {"turns": [{"turn": i, "attempt": "partial", "labels": ["uncertainty"]} for i in range(1, replies + 1)]}
+        )
+
+    out = tmp_path / "sim"
+    with LocalChatServer(annotate, model="strong") as server:
+        args = [
+            "eval-simulator",
+            run / "results.jsonl",
+            "--annotator",
+            "llm",
+            "--annotator-base-url",
+            server.base_url,
+            "--annotator-model",
+            "strong",
+            "--out",
+            out,
+        ]
+        assert run_cli(*args) == 1  # one dialogue flagged
+        assert server.requests[0]["temperature"] == 0.0
+        summary = json.loads((out / "simulator_summary.json").read_text())["simulators"]["pearl"]
+        assert (summary["annotated"], summary["flagged"]) == (2, 1)
+        assert summary["diversity"]["attempt_distribution"]["partial"] == 1.0
+        assert summary["diversity"]["label_frequencies"]["uncertainty"] == 1.0
+        calls = len(server.requests)
+        capsys.readouterr()
+        assert run_cli(*args) == 1  # resume: the flagged one stays flagged without --retry-failed
+        assert len(server.requests) == calls
+        assert "0 annotated now, 3 already done" in capsys.readouterr().out
+    assert "annotations by llm:strong" in (out / "simulator_report.md").read_text()
+    with LocalChatServer(annotate) as server:
+        code = run_cli("eval-simulator", run / "results.jsonl", "--annotator", "planned", "--out", out)
+    assert code == 2  # planned labels never mix with annotations in one file
