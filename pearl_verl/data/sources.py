@@ -4,14 +4,20 @@ GSM8K (``question``, ``answer`` ending in ``#### n``), MATH-500 (``problem``, ``
 ``answer``) and MathDial (GSM8K-style ``question``/``ground_truth`` plus a real
 ``student_incorrect_solution``, used as the student's misconception). Final answers are
 normalised once here; everything downstream compares them with math-verify.
+
+Sources are local files (``.jsonl``, a ``.json`` list, or ``.parquet``; errors name the line, or
+the row for lists and parquet) or Hugging Face dataset names (``hf:<name>[:<config>]@<split>``,
+read through the ``datasets`` library; errors name the row).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +33,31 @@ class SourceItem:
 
     problem: Problem
     misconception: str | None = None
+    origin: str = ""
+    """Where the row came from: ``<file>:<line>``, or ``<source>: row <n>`` for lists, parquet and the hub."""
 
 
 @dataclass(frozen=True)
 class RowError:
-    """A row that could not be read: where, which field, why."""
+    """A row that could not be read: where, which field, why.
+
+    Attributes:
+        path: the file (or ``hf:<dataset>@<split>``).
+        line: the 1-based line (JSONL) or row number (JSON lists, parquet, the hub).
+        field: the offending field; ``<line>``/``<row>``/``<file>`` when the whole thing is unreadable.
+        message: what is wrong.
+        unit: ``line`` or ``row``, what ``line`` counts.
+    """
 
     path: str
     line: int
     field: str
     message: str
+    unit: str = "line"
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: field '{self.field}': {self.message}"
+        where = f"{self.path}:{self.line}" if self.unit == "line" else f"{self.path}: row {self.line}"
+        return f"{where}: field '{self.field}': {self.message}"
 
 
 class SourceError(ValueError):
@@ -91,14 +109,26 @@ def _gsm8k(row: dict[str, Any], path: str, line: int, prefix: str) -> SourceItem
     return SourceItem(problem)
 
 
+_TYPESETTING = re.compile(r"\\\$|\\!")
+
+
+def normalise_math_answer(answer: str) -> str:
+    """A MATH final answer without typesetting that hides its value from math-verify.
+
+    Escaped dollar signs (currency, ``\\$18.90``) and negative thin spaces (``32,\\!348``) are
+    removed; MATH-500 has three such answers, which math-verify otherwise cannot read.
+    """
+    return _TYPESETTING.sub("", answer).strip()
+
+
 def _math(row: dict[str, Any], path: str, line: int, prefix: str) -> SourceItem:
     question = _text(row, "problem", path, line)
     solution = _text(row, "solution", path, line)
     answer = row.get("answer") if isinstance(row.get("answer"), str) and row["answer"].strip() else last_boxed(solution)
-    if not answer:
+    if not answer or not normalise_math_answer(answer):
         raise SourceError(RowError(path, line, "answer", "missing, and the solution has no \\boxed{} answer"))
     ident = row.get("unique_id") or f"{line:05d}"
-    return SourceItem(Problem(f"{prefix}-{ident}", question, solution, answer.strip(), "math"))
+    return SourceItem(Problem(f"{prefix}-{ident}", question, solution, normalise_math_answer(answer), "math"))
 
 
 def _mathdial(row: dict[str, Any], path: str, line: int, prefix: str) -> SourceItem:
@@ -122,39 +152,160 @@ READERS: dict[str, Callable[[dict[str, Any], str, int, str], SourceItem]] = {
     "mathdial": _mathdial,
 }
 
+_RESOURCES = Path(__file__).resolve().parents[1] / "resources" / "data"
+FIXTURES: dict[str, Path] = {
+    "gsm8k": _RESOURCES / "gsm8k" / "test_first50.jsonl",
+    "math": _RESOURCES / "math500" / "test_first50.jsonl",
+    "mathdial": _RESOURCES / "mathdial" / "test_first20.jsonl",
+}
+"""The small fixtures shipped with the package (licence notices beside them), per kind."""
+FIXTURE_ALIAS = "@fixture"
+"""Stands for ``FIXTURES[kind]`` wherever a source path is expected."""
+
 
 def load_source(
-    path: str | Path, kind: str, id_prefix: str | None = None, skip_errors: bool = False
+    path: str | Path, kind: str, id_prefix: str | None = None, skip_errors: bool = False, limit: int | None = None
 ) -> tuple[list[SourceItem], list[RowError]]:
-    """Read a whole source file.
+    """Read a whole source: a local file or a Hugging Face dataset name.
 
     Args:
-        path: a JSONL file.
+        path: a ``.jsonl`` file (one object per line), a ``.json`` file holding a list of
+            objects, a ``.parquet`` file, ``hf:<dataset>[:<config>]@<split>`` (see
+            :func:`hf_records`), or ``@fixture`` for the shipped fixture of ``kind``.
         kind: ``gsm8k``, ``math`` (MATH / MATH-500) or ``mathdial``.
-        id_prefix: prefix of problem ids (default: ``<kind>-<file stem>``).
+        id_prefix: prefix of problem ids (default: ``<kind>-<file stem>``, or
+            ``<kind>-<dataset>-<split>`` for the hub).
         skip_errors: collect malformed rows instead of raising on the first.
+        limit: read only the first ``limit`` rows (good or malformed); None reads all.
 
     Returns:
         (items, errors); errors is empty unless ``skip_errors``.
 
     Raises:
-        ValueError: unknown kind; SourceError: a malformed row when not skipping.
+        ValueError: unknown kind, unreadable file type, or a hub dataset that cannot be loaded;
+            SourceError: a malformed row when not skipping.
     """
     if kind not in READERS:
         raise ValueError(f"Unknown source kind {kind!r}; expected one of {sorted(READERS)}.")
+    spec = str(path)
+    if spec == FIXTURE_ALIAS:
+        path = spec = str(FIXTURES[kind])
+    if spec.startswith(HF_PREFIX):
+        name, config, split = parse_hf_spec(spec)
+        prefix = id_prefix or f"{kind}-{name.rsplit('/', 1)[-1]}-{split}"
+        return convert_records(islice(hf_records(name, config, split), limit), spec, kind, prefix, skip_errors)
     prefix = id_prefix or f"{kind}-{Path(path).stem}"
+    return convert_records(islice(file_records(path), limit), str(path), kind, prefix, skip_errors)
+
+
+RawRecord = tuple[int, "dict[str, Any] | SourceError"]
+"""(line or row number, the row object, or the error that made it unreadable)."""
+
+
+def convert_records(
+    records: Iterable[RawRecord], where: str, kind: str, prefix: str, skip_errors: bool
+) -> tuple[list[SourceItem], list[RowError]]:
+    """Read every record with ``kind``'s reader; see :func:`load_source`."""
     items: list[SourceItem] = []
     errors: list[RowError] = []
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    unit = "line" if where.endswith(".jsonl") else "row"
+    for number, row in records:
+        try:
             try:
-                items.append(READERS[kind](parse_json_line(line, str(path), line_no), str(path), line_no, prefix))
+                if isinstance(row, SourceError):
+                    raise row
+                item = READERS[kind](row, where, number, prefix)
             except SourceError as exc:
-                if not skip_errors:
-                    raise
-                errors.append(exc.error)
+                raise SourceError(replace(exc.error, unit=unit)) from None
+            origin = f"{where}:{number}" if unit == "line" else f"{where}: row {number}"
+            items.append(SourceItem(item.problem, item.misconception, origin))
+        except SourceError as exc:
+            if not skip_errors:
+                raise
+            errors.append(exc.error)
     if errors:
-        logger.warning("%s: skipped %d malformed row(s), first: %s", path, len(errors), errors[0])
+        logger.warning("%s: skipped %d malformed row(s), first: %s", where, len(errors), errors[0])
     return items, errors
+
+
+def file_records(path: str | Path) -> Iterator[RawRecord]:
+    """Records of a local file: JSONL by line, a JSON list or parquet by row (1-based).
+
+    Raises:
+        ValueError: for a missing file or another suffix.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"Source file {path} does not exist.")
+    if path.suffix == ".jsonl":
+        with open(path, encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if line.strip():
+                    try:
+                        yield line_no, parse_json_line(line, str(path), line_no)
+                    except SourceError as exc:
+                        yield line_no, exc
+    elif path.suffix == ".json":
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise SourceError(RowError(str(path), exc.lineno, "<file>", f"not valid JSON ({exc.msg})")) from None
+        if not isinstance(rows, list):
+            raise SourceError(RowError(str(path), 1, "<file>", f"expected a JSON list, got {type(rows).__name__}"))
+        yield from _objects(rows, str(path))
+    elif path.suffix == ".parquet":
+        import pandas as pd
+
+        yield from _objects(pd.read_parquet(path).to_dict(orient="records"), str(path))
+    else:
+        raise ValueError(f"Source file {path} has suffix {path.suffix!r}; expected .jsonl, .json or .parquet.")
+
+
+def _objects(rows: Iterable[Any], where: str) -> Iterator[RawRecord]:
+    for number, row in enumerate(rows, start=1):
+        if isinstance(row, dict):
+            yield number, row
+        else:
+            yield number, SourceError(RowError(where, number, "<row>", f"expected an object, got {type(row).__name__}"))
+
+
+HF_PREFIX = "hf:"
+_HF_SPEC = re.compile(r"^hf:(?P<name>[\w.-]+(?:/[\w.-]+)?)(?::(?P<config>[\w.-]+))?@(?P<split>[\w.\[\]:%-]+)$")
+
+
+def parse_hf_spec(spec: str) -> tuple[str, str | None, str]:
+    """``hf:<dataset>[:<config>]@<split>`` as (dataset, config, split).
+
+    Raises:
+        ValueError: naming the expected form, for anything else.
+    """
+    match = _HF_SPEC.match(spec)
+    if not match:
+        raise ValueError(
+            f"Hugging Face source {spec!r} must look like hf:<dataset>[:<config>]@<split>, "
+            "e.g. hf:openai/gsm8k:main@test or hf:HuggingFaceH4/MATH-500@test."
+        )
+    return match["name"], match["config"], match["split"]
+
+
+def hf_records(name: str, config: str | None, split: str) -> Iterator[RawRecord]:
+    """Rows of a Hugging Face dataset split through the ``datasets`` library, numbered from 1.
+
+    Raises:
+        ValueError: when the dataset cannot be loaded (offline machine, unknown name, config or
+            split), with the library's reason and the local-file alternative.
+    """
+    try:
+        import datasets
+    except ImportError as exc:
+        raise ValueError("Hugging Face sources need the `datasets` package (pip install datasets).") from exc
+    try:
+        dataset = datasets.load_dataset(name, config, split=split)
+    except (OSError, ValueError) as exc:  # the hub's errors: ConnectionError, DatasetNotFoundError, ...
+        where = f"{name}" + (f" (config {config})" if config else "") + f", split {split}"
+        raise ValueError(
+            f"Could not load the Hugging Face dataset {where}: {type(exc).__name__}: {exc}. "
+            "If this machine is offline (HF_HUB_OFFLINE=1 or no network), download the data elsewhere and pass "
+            "the local .jsonl/.json/.parquet file instead, e.g. gsm8k=path/to/test.jsonl."
+        ) from exc
+    yield from _objects(dataset, f"hf:{name}@{split}")

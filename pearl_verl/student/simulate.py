@@ -20,6 +20,7 @@ from pearl_verl.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed
 from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.problem import Problem
+from pearl_verl.sample import EXTRA_INFO_KEY, PearlSample
 from pearl_verl.student.diversity import LabelledTurn
 from pearl_verl.student.types import ABILITY_LEVELS, CognitiveProfile, StudentCondition, StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
@@ -44,12 +45,16 @@ def problem_from_row(row: Mapping[str, Any], index: int, stem: str) -> Simulatio
 
     Supported rows: pearl_verl ``Problem`` dicts; GSM8K (``question``, ``answer`` with ``####``);
     MATH (``problem``, ``solution``, ``answer`` or a ``\\boxed{}`` solution); MathDial (``question``,
-    ``ground_truth``, ``student_incorrect_solution``); verl rows with ``extra_info.problem``.
+    ``ground_truth``, ``student_incorrect_solution``); ``pearl-verl prepare-data`` rows (``extra_info.pearl``);
+    verl rows with ``extra_info.problem``.
 
     Raises:
         ValueError: for a row of none of these shapes (its keys are listed).
     """
     extra = row.get("extra_info")
+    if isinstance(extra, Mapping) and EXTRA_INFO_KEY in extra:
+        sample = PearlSample.from_row(extra, row.get("prompt"))
+        return SimulationItem(sample.problem, sample.condition.misconception)
     if isinstance(extra, Mapping) and isinstance(extra.get("problem"), Mapping):
         return SimulationItem(Problem.from_dict(extra["problem"]))
     if {"problem_id", "question", "answer"} <= set(row):

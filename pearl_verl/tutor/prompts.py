@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pearl_verl.episode import TUTOR, DialogueTurn
+from pearl_verl.episode import TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.llm.types import Message
 from pearl_verl.problem import Problem
 
@@ -48,6 +48,23 @@ def tutor_messages(problem: Problem, turns: Sequence[DialogueTurn], include_refe
     """Chat messages from the tutor's point of view: system, then student=user, tutor=assistant."""
     messages: list[Message] = [{"role": "system", "content": tutor_system_prompt(problem, include_reference)}]
     messages += [{"role": "assistant" if t.role == TUTOR else "user", "content": t.text} for t in turns]
+    return messages
+
+
+def episode_messages(episode: EpisodeRecord, include_reference: bool = True) -> list[Message]:
+    """A finished dialogue from the tutor's side, as a tutor model is trained on it (SFT, cold start).
+
+    The system message and turns are exactly what the tutor saw (:func:`tutor_messages`); the end
+    marker the tutor wrote is put back on its last turn, so a model learns to end sessions; a
+    student message after the tutor's last turn is dropped (nothing to learn from it).
+    """
+    messages = tutor_messages(episode.problem, episode.turns, include_reference)
+    while messages and messages[-1]["role"] == "user":
+        messages.pop()
+    if episode.end_reason == "tutor_ended" and messages and messages[-1]["role"] == "assistant":
+        last = dict(messages[-1])
+        last["content"] = f"{last['content']} {END_MARKER}".strip()
+        messages[-1] = last
     return messages
 
 

@@ -1,0 +1,151 @@
+"""``pearl-verl prepare-data SOURCE... -o DIR``: problem sources into verl parquet for RL (and gen-sft).
+
+Writes ``DIR/train.parquet``, ``DIR/val.parquet`` (when validation has rows) and
+``DIR/prepare_summary.json``; the row contract, split, dedup and condition rules are in
+:mod:`pearl_verl.data.prepare` and docs/data.md. Examples::
+
+    pearl-verl prepare-data gsm8k=@fixture math=@fixture mathdial=@fixture -o data/pearl
+    pearl-verl prepare-data gsm8k=gsm8k/train.jsonl gsm8k:val=gsm8k/test.jsonl mathdial=mathdial/train.jsonl \\
+        -o data/pearl --conditions-per-problem 2 --cache-dir data/knowledge \\
+        --extract-base-url http://host:8000/v1 --extract-model student
+    pearl-verl prepare-data math=hf:HuggingFaceH4/MATH-500@test -o data/math500 --val-fraction 0
+
+Exit status: 0 on success; 2 for a malformed row (located by file, line and field) unless
+``--skip-errors``, which skips such rows and reports how many.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pearl_verl.student.types import ABILITY_LEVELS
+
+SUMMARY_NAME = "prepare_summary.json"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "prepare-data",
+        help="GSM8K / MATH / MathDial -> verl parquet rows for the pearl_tutor agent loop",
+        description="Convert problem sources into verl parquet (train/val) with a sampled student condition per row.",
+    )
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="KIND[:SPLIT]=PATH",
+        help="KIND: gsm8k | math | mathdial; SPLIT: train | val | auto (default auto: hash split by question); "
+        "PATH: .jsonl/.json/.parquet file, hf:<dataset>[:<config>]@<split>, or @fixture (the shipped sample)",
+    )
+    parser.add_argument("-o", "--out-dir", type=Path, required=True, help="output folder")
+    parser.add_argument("--val-fraction", type=float, default=0.05, help="share of auto-split questions for validation")
+    parser.add_argument("--conditions-per-problem", type=int, default=1, help="rows (student conditions) per problem")
+    parser.add_argument(
+        "--ability-mix",
+        default="low=1,medium=1,high=1",
+        help="relative weights of the student ability levels, e.g. low=2,medium=1,high=1 (normalised)",
+    )
+    parser.add_argument(
+        "--misconception-rate", type=float, default=1.0, help="chance a row starts from the source's misconception"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="fixes every student condition")
+    parser.add_argument("--limit", type=int, help="read only the first N rows of each source")
+    parser.add_argument("--skip-errors", action="store_true", help="skip malformed rows (counted) instead of failing")
+    parser.add_argument("--keep-duplicates", action="store_true", help="keep repeated questions and train/val overlaps")
+    parser.add_argument(
+        "--drop-unparsed-answers", action="store_true", help="drop problems whose answer math-verify cannot read"
+    )
+    knowledge = parser.add_argument_group("knowledge cache (filled ahead of training when --cache-dir is given)")
+    knowledge.add_argument("--cache-dir", type=Path, help="decomposition cache folder (pearl.student.cache_dir)")
+    knowledge.add_argument("--extract-base-url", help="extraction endpoint (omit for the rule extractor)")
+    knowledge.add_argument("--extract-model", help="extraction model name as served (= pearl.student.model)")
+    knowledge.add_argument("--extract-api-key-env", help="NAME of the environment variable with the endpoint's key")
+    knowledge.add_argument("--extract-concurrency", type=int, default=16, help="extractions in flight")
+    knowledge.add_argument("--curriculum", help="custom curriculum JSON (default: the shipped one)")
+    parser.set_defaults(handler=run)
+
+
+def parse_ability_mix(text: str) -> dict[str, float]:
+    """``low=1,medium=1,high=2`` as normalised probabilities.
+
+    Raises:
+        ValueError: for an unknown level, a bad number, or weights that do not sum above 0.
+    """
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        level, sep, value = part.partition("=")
+        if not sep or level.strip() not in ABILITY_LEVELS:
+            raise ValueError(f"--ability-mix part {part!r} must be LEVEL=WEIGHT with LEVEL in {list(ABILITY_LEVELS)}.")
+        try:
+            weights[level.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--ability-mix weight {value!r} of {level!r} is not a number.") from None
+    total = sum(weights.values())
+    if not weights or total <= 0 or min(weights.values()) < 0:
+        raise ValueError(f"--ability-mix {text!r} needs non-negative weights with a positive sum, e.g. low=1,high=1.")
+    return {level: weight / total for level, weight in weights.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    from pearl_verl.data.conditions import ConditionSampler
+    from pearl_verl.data.prepare import SPLITS, PrepareConfig, SourceSpec, build_rows, problems_of, write_rows
+
+    if bool(args.extract_base_url) != bool(args.extract_model):
+        raise ValueError("--extract-base-url and --extract-model go together (both for the LLM extractor).")
+    if args.extract_base_url and args.cache_dir is None:
+        raise ValueError("--extract-base-url needs --cache-dir: the decompositions are written there.")
+    config = PrepareConfig(
+        sampler=ConditionSampler(parse_ability_mix(args.ability_mix), args.misconception_rate),
+        conditions_per_problem=args.conditions_per_problem,
+        val_fraction=args.val_fraction,
+        seed=args.seed,
+        limit=args.limit,
+        skip_errors=args.skip_errors,
+        dedup=not args.keep_duplicates,
+        drop_unparsed_answers=args.drop_unparsed_answers,
+    )
+    rows, report = build_rows([SourceSpec.parse(s) for s in args.sources], config)
+    if not any(rows.values()):
+        raise ValueError("no rows left to write: every source was empty, skipped or dropped.")
+    written = [write_rows(rows[split], args.out_dir / f"{split}.parquet") for split in SPLITS if rows[split]]
+    if args.cache_dir is not None:
+        report.knowledge = _fill(args, problems_of(rows))
+    (args.out_dir / SUMMARY_NAME).write_text(json.dumps(report.to_dict(), indent=1), encoding="utf-8")
+    for line in report.lines():
+        print(line)
+    if report.knowledge is not None:
+        k = report.knowledge
+        print(
+            f"knowledge cache {k['cache_dir']} ({k['extractor']}): {k['problems']} problems | cached before "
+            f"{k['disk_hits']} | rules {k['rules']} | llm {k['llm']} | fallbacks {k['fallbacks']} | "
+            f"llm calls {k['llm_calls']}"
+        )
+    print("wrote " + ", ".join(str(p) for p in written) + f", {args.out_dir / SUMMARY_NAME}")
+    return 0
+
+
+def _fill(args: argparse.Namespace, problems: list) -> dict:
+    from pearl_verl.data.knowledge_fill import ExtractionEndpoint, fill_cache
+
+    endpoint = None
+    if args.extract_base_url:
+        endpoint = ExtractionEndpoint(args.extract_base_url, args.extract_model, args.extract_api_key_env)
+    progress = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(problems), desc="decompose", unit="problem", file=sys.stderr)
+    try:
+        return fill_cache(
+            problems,
+            args.cache_dir,
+            endpoint,
+            args.extract_concurrency,
+            args.curriculum,
+            on_done=progress.update if progress is not None else None,
+        )
+    finally:
+        if progress is not None:
+            progress.close()

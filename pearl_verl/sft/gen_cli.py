@@ -1,0 +1,281 @@
+"""``pearl-verl gen-sft PREPARED.parquet... -o DIR``: cold-start SFT dialogues from a teacher model.
+
+Writes ``DIR/dialogues.jsonl`` (every generated dialogue, appended as it finishes; a rerun resumes
+it), then ``DIR/train.parquet`` / ``DIR/val.parquet`` for verl's multi-turn SFT trainer and
+``DIR/sft_summary.json`` (kept and dropped by reason, tutor-turn histograms). Filters and formats:
+:mod:`pearl_verl.sft.filters`, :mod:`pearl_verl.sft.dataset`, docs/data.md. Examples::
+
+    pearl-verl gen-sft data/pearl/train.parquet -o data/pearl_sft --samples-per-row 4 \\
+        --teacher-base-url https://api.deepseek.com/v1 --teacher-model deepseek-chat \\
+        --teacher-api-key-env DEEPSEEK_API_KEY --student-backend llm \\
+        --student-base-url http://student-host:8000/v1 --student-model student
+    pearl-verl gen-sft data/pearl/train.parquet -o /tmp/sft --teacher scripted   # offline test double
+
+Exit status: 0 when every job has a dialogue; 1 when some job crashed (rerun to finish it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.sft.filters import FilterConfig
+from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS
+
+TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
+JUDGES: tuple[str, ...] = ("none", "offline", "llm")
+_FILTERS = FilterConfig()
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "gen-sft",
+        help="a teacher model tutors simulated students -> filtered verl multi-turn SFT parquet (resumable)",
+        description="Generate cold-start SFT dialogues: the teacher tutors the simulated student of every prepared "
+        "row through the RL episode code; dialogues are recorded as they finish (a rerun resumes), filtered, and "
+        "written as verl multi-turn SFT parquet with a summary.",
+    )
+    parser.add_argument("inputs", nargs="+", type=Path, help="prepared parquet files (pearl-verl prepare-data)")
+    parser.add_argument("-o", "--out-dir", type=Path, required=True, help="output folder (records, parquet, summary)")
+    parser.add_argument("--samples-per-row", type=int, default=1, help="dialogues per prepared row")
+    parser.add_argument("--limit", type=int, help="use only the first N prepared rows")
+    parser.add_argument("--concurrency", type=int, default=32, help="dialogues in flight")
+    parser.add_argument("--max-turns", type=int, default=15, help="tutor-turn limit (paper: 15 in training)")
+    parser.add_argument("--no-reference", action="store_true", help="hide the reference solution from the tutor")
+    parser.add_argument("--retry-failed", action="store_true", help="generate again dialogues with a backend failure")
+    parser.add_argument("--finalize-only", action="store_true", help="only rebuild the parquet and summary")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _teacher_args(parser.add_argument_group("teacher (the tutor that writes the SFT targets)"))
+    _student_args(parser.add_argument_group("student simulator"))
+    _judge_args(parser.add_argument_group("judge gate (optional)"))
+    _filter_args(parser.add_argument_group("filters and output"))
+    parser.set_defaults(handler=run)
+
+
+def _teacher_args(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--teacher",
+        choices=TEACHERS,
+        default="endpoint",
+        help="an OpenAI-compatible endpoint, or the scripted test double",
+    )
+    group.add_argument("--teacher-base-url", help="e.g. http://teacher-host:8000/v1")
+    group.add_argument("--teacher-model", help="served model name (paper: DeepSeek-V3.2)")
+    group.add_argument("--teacher-api-key-env", help="NAME of the environment variable holding the key")
+    group.add_argument("--teacher-temperature", type=float, default=0.7)
+    group.add_argument("--teacher-top-p", type=float, default=0.95)
+    group.add_argument("--teacher-top-k", type=int, help="sent as vLLM's top_k (leave unset for hosted APIs)")
+    group.add_argument("--teacher-max-tokens", type=int, default=1024, help="cap on one tutor message")
+    group.add_argument("--teacher-timeout", type=float, default=300.0, help="seconds per HTTP attempt")
+    group.add_argument("--teacher-max-retries", type=int, default=3, help="HTTP retries per call")
+
+
+def _student_args(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--simulator", choices=SIMULATORS, default="pearl", help="pearl, or a baseline simulator")
+    group.add_argument("--student-backend", choices=BACKENDS, default="offline", help="offline = CPU stand-in")
+    group.add_argument("--student-base-url", help="student endpoint, e.g. http://student-host:8000/v1")
+    group.add_argument("--student-model", help="student model name as served")
+    group.add_argument("--student-api-key-env", help="NAME of the environment variable holding the key")
+    group.add_argument("--student-planner", choices=PLANNERS, default="llm", help="behaviour planner (llm backend)")
+    group.add_argument("--student-cache-dir", help="decomposition cache (filled by prepare-data --cache-dir)")
+
+
+def _judge_args(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--judge-backend", choices=JUDGES, default="none", help="offline = heuristic test double")
+    group.add_argument("--judge-base-url", help="judge endpoint")
+    group.add_argument("--judge-model", help="judge model name as served")
+    group.add_argument("--judge-api-key-env", help="NAME of the environment variable holding the key")
+    group.add_argument(
+        "--judge-min-score", type=float, default=_FILTERS.judge_min_score, help="lowest mean of the 8 judge scores kept"
+    )
+
+
+def _filter_args(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--min-tutor-turns", type=int, default=_FILTERS.min_tutor_turns)
+    group.add_argument(
+        "--attempts-before-answer",
+        type=int,
+        default=_FILTERS.attempts_before_answer,
+        help="student attempts before the tutor may state the answer (0 = no leak filter)",
+    )
+    group.add_argument(
+        "--turn-balance",
+        type=float,
+        default=_FILTERS.turn_balance,
+        help="cap per tutor-turn count as a multiple of the mean count (0 = off)",
+    )
+    group.add_argument("--keep-duplicates", action="store_true", help="keep repeated dialogues")
+    group.add_argument("--tokenizer", help="the SFT model's tokenizer folder, for the length filter")
+    group.add_argument("--max-length", type=int, help="drop chats longer than this many tokens (= data.max_length)")
+    group.add_argument("--val-fraction", type=float, default=0.02, help="share of problems for validation")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pearl_verl.sft.dataset import RECORDS_NAME, SUMMARY_NAME, build_sft, read_records, write_sft
+    from pearl_verl.sft.generate import GenerationStats, load_samples, make_jobs
+
+    filters = _filter_config(args)
+    jobs = make_jobs(load_samples(args.inputs, args.limit), args.samples_per_row)
+    records_path = args.out_dir / RECORDS_NAME
+    stats, tutor = GenerationStats(jobs=len(jobs)), None
+    if not args.finalize_only:
+        stats, tutor = _generate(args, jobs, records_path)
+    records, unreadable = read_records(records_path)
+    rows, summary = build_sft(
+        [job.id for job in jobs],
+        records,
+        filters,
+        include_reference=not args.no_reference,
+        val_fraction=args.val_fraction,
+        token_counter=_token_counter(args.tokenizer) if args.tokenizer else None,
+        max_tokens=args.max_length,
+    )
+    written = write_sft(rows, args.out_dir)
+    report = {**summary.to_dict(), "run": vars(stats), "unreadable_record_lines": unreadable}
+    if tutor is not None and hasattr(getattr(tutor, "backend", None), "usage"):
+        report["teacher_usage"] = tutor.backend.usage.snapshot()
+    (args.out_dir / SUMMARY_NAME).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(
+        f"this run: generated {stats.generated}, judged {stats.judged_only}, resumed {stats.resumed}, "
+        f"backend failures {stats.backend_failures}, crashed {stats.crashed}"
+    )
+    for line in summary.lines():
+        print(line)
+    if args.teacher == "scripted" and not args.finalize_only:
+        print("note: scripted teacher (a test double), not a teacher model")
+    if stats.backend_failures:
+        print(f"note: {stats.backend_failures} dialogue(s) ended in a backend failure; --retry-failed runs them again")
+    print("wrote " + ", ".join(str(p) for p in [*written, args.out_dir / SUMMARY_NAME]))
+    return 1 if stats.crashed or summary.missing else 0
+
+
+def _filter_config(args: argparse.Namespace) -> FilterConfig:
+    """The filter settings, after the flag checks that span several flags."""
+    if not 0.0 <= args.val_fraction < 1.0:
+        raise ValueError(f"--val-fraction {args.val_fraction} must lie in [0, 1).")
+    if bool(args.tokenizer) != bool(args.max_length):
+        raise ValueError("--tokenizer and --max-length go together (the length filter needs both).")
+    return FilterConfig(
+        min_tutor_turns=args.min_tutor_turns,
+        attempts_before_answer=args.attempts_before_answer,
+        judge_min_score=args.judge_min_score,
+        dedup=not args.keep_duplicates,
+        turn_balance=args.turn_balance,
+    )
+
+
+def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple[Any, Any]:
+    """Run the jobs that are not recorded yet; (run counters, the teacher)."""
+    import asyncio
+
+    from pearl_verl.episode_runner import EpisodeLimits
+    from pearl_verl.sft.generate import generate
+
+    tutor, simulator, judge = build_teacher(args), build_student(args), build_gate_judge(args)
+    progress = _progress(len(jobs), args.no_progress)
+    try:
+        stats = asyncio.run(
+            generate(
+                jobs,
+                simulator,
+                tutor,
+                records_path,
+                judge=judge,
+                limits=EpisodeLimits(args.max_turns),
+                concurrency=args.concurrency,
+                retry_failed=args.retry_failed,
+                on_done=(lambda record: progress.update(1)) if progress is not None else None,
+            )
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    return stats, tutor
+
+
+def build_teacher(args: argparse.Namespace) -> Any:
+    """The teacher: a ChatTutor over the endpoint, or the scripted Socratic test double."""
+    from pearl_verl.tutor.policy import ChatTutor
+    from pearl_verl.tutor.scripted import ScriptedSocraticTutor
+
+    if args.teacher == "scripted":
+        return ScriptedSocraticTutor()
+    if not args.teacher_base_url or not args.teacher_model:
+        raise ValueError(
+            "--teacher endpoint needs --teacher-base-url and --teacher-model (or --teacher scripted, the offline "
+            "test double)."
+        )
+    from pearl_verl.llm import EndpointConfig, OpenAIChatClient, SamplingConfig
+
+    endpoint = EndpointConfig(
+        args.teacher_base_url,
+        args.teacher_model,
+        api_key_env=args.teacher_api_key_env,
+        timeout_s=args.teacher_timeout,
+        max_retries=args.teacher_max_retries,
+        max_concurrency=args.concurrency,
+    )
+    sampling = SamplingConfig(
+        temperature=args.teacher_temperature,
+        top_p=args.teacher_top_p,
+        top_k=args.teacher_top_k,
+        max_tokens=args.teacher_max_tokens,
+    )
+    return ChatTutor(OpenAIChatClient(endpoint, sampling), sampling, include_reference=not args.no_reference)
+
+
+def build_student(args: argparse.Namespace) -> Any:
+    """The simulated student from the student flags."""
+    from pearl_verl.student.config import StudentConfig
+    from pearl_verl.student.factory import build_simulator
+
+    return build_simulator(
+        StudentConfig(
+            simulator=args.simulator,
+            backend=args.student_backend,
+            base_url=args.student_base_url,
+            model=args.student_model,
+            api_key_env=args.student_api_key_env,
+            planner=args.student_planner,
+            cache_dir=args.student_cache_dir,
+        )
+    )
+
+
+def build_gate_judge(args: argparse.Namespace) -> Any:
+    """The judge of the SFT gate, or None."""
+    if args.judge_backend == "none":
+        return None
+    from pearl_verl.judge.config import JudgeConfig, build_judge
+
+    return build_judge(
+        JudgeConfig(
+            backend=args.judge_backend,
+            base_url=args.judge_base_url,
+            model=args.judge_model,
+            api_key_env=args.judge_api_key_env,
+        )
+    )
+
+
+def _token_counter(tokenizer_path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+
+    def count(messages: list[dict[str, str]]) -> int:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return count
+
+
+def _progress(total: int, disabled: bool) -> Any:
+    if disabled or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="dialogue", desc="gen-sft", file=sys.stderr)
