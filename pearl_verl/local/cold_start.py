@@ -1,0 +1,104 @@
+"""The cold-start stage of a local run (paper §3.3.1, in miniature): SFT on teacher dialogues.
+
+The paper first fine-tunes the tutor on dialogues a strong teacher (DeepSeek-V3.2) holds with the
+simulator, then runs RL. Locally the teacher is the scripted Socratic tutor, a test double for a
+teacher model, talking with the same simulated students; the dialogues go through verl's own
+multi-turn SFT dataset (chat template, loss on the tutor's turns only) and verl's ``sft_loss`` on
+the same FSDP2 actor that RL then continues from. Teacher dialogues pass the same filters as
+``pearl-verl gen-sft`` (:func:`pearl_verl.sft.filters.drop_reason`: completed, no answer leak, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from pearl_verl.episode import EpisodeRecord
+from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.sample import PearlSample
+from pearl_verl.sft.filters import FilterConfig, drop_reason
+from pearl_verl.student.types import StudentSimulator
+from pearl_verl.tutor.prompts import episode_messages
+from pearl_verl.tutor.scripted import ScriptedSocraticTutor
+
+
+async def teacher_dialogues(
+    simulator: StudentSimulator, samples: list[PearlSample], per_sample: int, limits: EpisodeLimits, seed: int
+) -> list[EpisodeRecord]:
+    """``per_sample`` dialogues of the scripted teacher with each sample's student (own seeds)."""
+    teacher = ScriptedSocraticTutor()
+    rng = random.Random(seed)
+
+    async def one(sample: PearlSample) -> EpisodeRecord:
+        session = await simulator.start(sample.problem, sample.condition, rng.randrange(2**31), sample.opening)
+        return await run_episode(
+            sample.problem, sample.condition, session, sample.opening, policy_step(teacher, sample.problem), limits
+        )
+
+    return await asyncio.gather(*(one(s) for s in samples for _ in range(per_sample)))
+
+
+def keep_for_sft(episodes: list[EpisodeRecord], config: FilterConfig | None = None) -> list[EpisodeRecord]:
+    """The dialogues that pass ``gen-sft``'s per-dialogue filters.
+
+    Raises:
+        ValueError: when none passes (with the count of each drop reason), since SFT on nothing
+            would silently leave the model as it was.
+    """
+    config = config or FilterConfig()
+    reasons = [drop_reason(e, None, config) for e in episodes]
+    kept = [e for e, reason in zip(episodes, reasons) if reason is None]
+    if not kept:
+        raise ValueError(f"no teacher dialogue passed the SFT filters: {dict(Counter(reasons))}")
+    return kept
+
+
+def write_sft_parquet(episodes: list[EpisodeRecord], path: Path) -> Path:
+    """verl's multi-turn SFT format: one ``messages`` list per row."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"messages": [episode_messages(e) for e in episodes]}).to_parquet(path)
+    return path
+
+
+def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size: int, max_length: int, seed: int) -> list[float]:
+    """Run ``steps`` SFT updates with verl's ``sft_loss`` on the actor; returns the loss of each.
+
+    The actor's RL loss function is restored afterwards.
+    """
+    from verl.utils import tensordict_utils as tu
+    from verl.utils.dataset.dataset_utils import SFTTensorCollator
+    from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
+    from verl.workers.utils.losses import sft_loss
+
+    dataset = MultiTurnSFTDataset(
+        str(parquet), tokenizer, OmegaConf.create({"pad_mode": "no_padding", "max_length": max_length, "truncation": "right"})
+    )
+    collate = SFTTensorCollator("no_padding")
+    rng = np.random.default_rng(seed)
+    rl_loss = actor.loss_fn
+    actor.set_loss_fn(partial(sft_loss, config=None))
+    losses = []
+    try:
+        for _ in range(steps):
+            rows = [dataset[int(i)] for i in rng.choice(len(dataset), size=min(batch_size, len(dataset)), replace=False)]
+            batch = tu.get_tensordict(
+                tensor_dict=collate(rows),
+                non_tensor_dict={"pad_mode": "no_padding", "temperature": 1.0, "global_batch_size": len(rows)},
+            )
+            tu.assign_non_tensor(batch, update_lr_scheduler=False,
+                                 global_token_num=tu.NonTensorData(batch["input_ids"].offsets().diff().tolist()))
+            output = actor.train_batch(batch)
+            losses.append(float(np.mean(tu.get(output, "metrics")["loss"])))
+    finally:
+        actor.set_loss_fn(rl_loss)
+    return losses
+
+

@@ -1,0 +1,66 @@
+"""The cold-start stage's data path: scripted-teacher dialogues -> gen-sft filters -> verl's SFT dataset."""
+
+import asyncio
+import random
+
+import pytest
+
+from pearl_verl.data.conditions import ConditionSampler
+from pearl_verl.data.sources import load_source
+from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.episode_runner import EpisodeLimits
+from pearl_verl.local.cold_start import keep_for_sft, teacher_dialogues, write_sft_parquet
+from pearl_verl.sample import PearlSample
+from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.factory import build_simulator
+from pearl_verl.tutor.prompts import END_MARKER
+
+
+def _samples(simulator, n=3):
+    items, _ = load_source("@fixture", "gsm8k", limit=n)
+    sampler, rng = ConditionSampler(), random.Random(0)
+    samples = []
+    for item in items:
+        condition = sampler.sample(rng, item.misconception)
+        samples.append(PearlSample(item.problem, condition, simulator.opening(item.problem, condition)))
+    return samples
+
+
+def test_teacher_dialogues_become_verl_sft_rows_that_train_only_the_tutor(tmp_path):
+    from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
+
+    from pearl_verl.local.tiny_models import build_offline_tokenizer
+
+    simulator = build_simulator(StudentConfig(backend="offline"))
+    samples = _samples(simulator)
+    episodes = asyncio.run(teacher_dialogues(simulator, samples, 2, EpisodeLimits(8), seed=0))
+    assert len(episodes) == 6 and {e.problem.problem_id for e in episodes} == {s.problem.problem_id for s in samples}
+    again = asyncio.run(teacher_dialogues(simulator, samples, 2, EpisodeLimits(8), seed=0))
+    assert [e.turns for e in again] == [e.turns for e in episodes]  # seeded: reproducible runs
+
+    kept = keep_for_sft(episodes)
+    assert kept and all(e.completed for e in kept)
+    path = write_sft_parquet(kept, tmp_path / "sft.parquet")
+
+    tokenizer = build_offline_tokenizer(tmp_path / "tok")
+    dataset = MultiTurnSFTDataset(str(path), tokenizer, {"max_length": 4096, "pad_mode": "no_padding"})
+    assert len(dataset) == len(kept)
+    item = dataset[0]
+    trained = tokenizer.decode(item["input_ids"][item["loss_mask"].bool()])
+    tutor_turns = [t.text for t in kept[0].turns if t.role == TUTOR]
+    student_turns = [t.text for t in kept[0].turns if t.role == STUDENT]
+    assert all(text in trained for text in tutor_turns)
+    assert not any(text in trained for text in student_turns[1:])  # loss on the tutor's turns only
+    if kept[0].end_reason == "tutor_ended":
+        assert END_MARKER in trained  # the model learns to close a session
+
+
+def test_keep_for_sft_refuses_when_nothing_passes():
+    simulator = build_simulator(StudentConfig(backend="offline"))
+    sample = _samples(simulator, 1)[0]
+    unfinished = EpisodeRecord(
+        sample.problem, sample.condition,
+        (DialogueTurn(STUDENT, sample.opening), DialogueTurn(TUTOR, "What do you know so far?")), (), "turn_limit",
+    )
+    with pytest.raises(ValueError, match="incomplete"):
+        keep_for_sft([unfinished, unfinished])
