@@ -5,13 +5,15 @@
 
 Sections: the PEARL estimator vs verl's vectorised GRPO; the ``pearl_tutor`` agent loop vs verl's
 tool agent loop (per turn, and concurrent episodes against 50 ms endpoints); judge throughput
-against a 100 ms local judge server; student LLM calls per turn.
+against a 100 ms local judge server, and the judge prompt's shared prefix; student LLM calls per
+turn; the fault drill (full mode only).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import platform
@@ -54,9 +56,13 @@ def advantage_section(repeats: int) -> tuple[list[str], list[Ratio]]:
     grpo, core, plugin = bench_advantage.GRPO, bench_advantage.CORE, bench_advantage.PLUGIN
     rows = ["| call | batch | median ms | min ms |", "|---|---:|---:|---:|"]
     rows += [f"| {x.name} | {x.batch:,} | {x.median_ms:.1f} | {x.min_ms:.1f} |" for x in timings]
+    # The gates compare fastest calls: load on a shared runner only ever adds time, and it adds it
+    # unevenly to calls of a few ms, which moves medians by 2x between quiet and busy runs.
+    fastest = {(x.name, x.batch): x.min_ms for x in timings}
     ratios = [
-        Ratio(f"{core} / {grpo} @64k", t[core, BATCH] / t[grpo, BATCH], 3.0),
-        Ratio(f"{plugin} / {grpo} @64k", t[plugin, BATCH] / t[grpo, BATCH], 3.0),
+        Ratio(f"{core} / {grpo} @64k (fastest)", fastest[core, BATCH] / fastest[grpo, BATCH], 3.0),
+        Ratio(f"{plugin} / {grpo} @64k (fastest)", fastest[plugin, BATCH] / fastest[grpo, BATCH], 3.0),
+        Ratio(f"{core} / {grpo} @64k (median)", t[core, BATCH] / t[grpo, BATCH], 3.0, gates_quick=False),
         Ratio(f"{core}: time(128k) / time(64k)", t[core, 2 * BATCH] / t[core, BATCH], 2.3, gates_quick=False),
         Ratio(f"{grpo}: time(128k) / time(64k)", t[grpo, 2 * BATCH] / t[grpo, BATCH], math.inf, gates_quick=False),
     ]
@@ -77,11 +83,17 @@ def agent_loop_section(quick: bool) -> tuple[list[str], list[Ratio]]:
     ]
     ratios = [Ratio("pearl_tutor / verl tool_agent, CPU per turn", turn["ratio"], 1.5)]
     for episodes in (64,) if quick else (32, 64, 128, 256):
-        result = bench_agent_loop.concurrency(episodes)
-        rows.append(f"| {episodes} | {result['pearl_ratio']:.2f} | {result['verl_tool_ratio']:.2f} |")
+        # Best of a few runs, for the same reason as the estimator's fastest call.
+        results = [bench_agent_loop.concurrency(episodes) for _ in range(2 if quick else 3)]
+        pearl, verl = min(r["pearl_ratio"] for r in results), min(r["verl_tool_ratio"] for r in results)
+        rows.append(f"| {episodes} | {pearl:.2f} | {verl:.2f} |")
+        # 1.15 is the issue's target at up to 64 episodes; beyond that 2 cores are the bottleneck
+        # (verl's own loop is further from ideal there), so larger sizes are reported, not gated.
         target = 1.15 if episodes <= 64 else math.inf
-        ratios.append(Ratio(f"pearl_tutor wall / ideal, {episodes} episodes, 50 ms endpoints", result["pearl_ratio"],
-                            target, gates_quick=False))
+        ratios.append(Ratio(f"pearl_tutor wall / ideal, {episodes} episodes, 50 ms endpoints (best of "
+                            f"{len(results)})", pearl, target))
+        ratios.append(Ratio(f"verl tool_agent wall / ideal, {episodes} episodes, 50 ms endpoints (best of "
+                            f"{len(results)})", verl, math.inf, gates_quick=False))
     return rows, ratios
 
 
@@ -109,6 +121,27 @@ def student_section(quick: bool) -> tuple[list[str], list[Ratio]]:
     return rows, [Ratio("student LLM calls per reply turn", llm["calls_per_reply_turn"], 2.0)]
 
 
+def faults_section(quick: bool) -> tuple[list[str], list[Ratio]]:
+    """The fault drill (512 episodes, 20% faults on both endpoints): its table and its violations.
+
+    Full runs only: the test suite runs the same drill (tests/faults), so CI does not run it twice.
+    """
+    if quick:
+        return ["(skipped in --quick: tests/faults runs the same drill; `python bench/bench_faults.py` alone)"], []
+    import tempfile
+
+    from pearl_verl.faults.checks import run_checks
+    from pearl_verl.faults.drill import DrillConfig, run_drill
+    from pearl_verl.faults.report import markdown, summarize
+
+    logging.getLogger("pearl_verl").setLevel(logging.ERROR)  # every injected fault logs; the table counts them
+    with tempfile.TemporaryDirectory() as scratch:
+        report = run_drill(DrillConfig(), Path(scratch))
+    violations = run_checks(report)
+    found = sum(len(v) for v in violations.values())
+    return markdown(summarize(report), violations).splitlines(), [Ratio("fault drill: check violations", found, 0)]
+
+
 def machine() -> str:
     import torch
 
@@ -121,7 +154,7 @@ def machine() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats (CI smoke)")
-    parser.add_argument("--only", choices=("advantage", "agent_loop", "judge", "student"), action="append",
+    parser.add_argument("--only", choices=("advantage", "agent_loop", "judge", "student", "faults"), action="append",
                         help="run only these sections (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = parser.parse_args()
@@ -130,6 +163,7 @@ def main() -> int:
         "agent_loop": lambda: agent_loop_section(args.quick),
         "judge": lambda: judge_section(args.quick),
         "student": lambda: student_section(args.quick),
+        "faults": lambda: faults_section(args.quick),
     }
     lines, ratios = [f"Machine: {machine()}"], []
     for name, section in sections.items():
