@@ -41,6 +41,7 @@ from pearl_verl.student.types import CognitiveProfile, StudentCondition, Student
 
 DIALOGUES, CONCURRENCY, LATENCY_S, TARGET = 512, 64, 0.100, 1.2
 SHARED = "LLMJudge over OpenAIChatClient"
+FLOOR = "bare aiohttp POST of the same prompts (this machine's floor)"
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,37 @@ async def _judge_all(base_url: str, batch: list[EpisodeRecord], repeats: int) ->
     return walls, ok
 
 
+async def _post_all(base_url: str, batch: list[EpisodeRecord], repeats: int) -> tuple[list[float], int]:
+    """The floor: the same request bodies posted with a bare aiohttp session, nothing parsed or retried.
+
+    The server and the client share this machine's cores, so even this is slower than the ideal;
+    the judge's own overhead is its wall time over this one.
+    """
+    import aiohttp
+
+    bodies = [
+        json.dumps({"model": "pearl-judge", "messages": [dict(m) for m in judge_messages(e)], "temperature": 0.0})
+        for e in batch
+    ]
+    semaphore = asyncio.Semaphore(CONCURRENCY)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as session:
+
+        async def post(body: str) -> bool:
+            async with semaphore, session.post(f"{base_url}/chat/completions", data=body, headers=headers) as r:
+                await r.read()
+                return r.status == 200
+
+        await asyncio.gather(*(post(b) for b in bodies[:CONCURRENCY]))
+        walls, ok = [], 0
+        for _ in range(repeats):
+            start = time.perf_counter()
+            statuses = await asyncio.gather(*(post(b) for b in bodies))
+            walls.append(time.perf_counter() - start)
+            ok = sum(statuses)
+    return walls, ok
+
+
 def judge_cpu_ms(batch: list[EpisodeRecord], text: str) -> float:
     """Per-dialogue time of the judge's own work: render the prompt, parse a judgement."""
     start = time.perf_counter()
@@ -171,7 +203,7 @@ def run(
     repeats: int = 3,
     dialogues: int = DIALOGUES,
     latency_s: float = LATENCY_S,
-    names: Sequence[str] = (SHARED,),
+    names: Sequence[str] = (SHARED, FLOOR),
 ) -> list[JudgeThroughput]:
     """Measure judge throughput (median over ``repeats``) per judge path, against one server process."""
     batch = episodes(dialogues)
@@ -184,7 +216,8 @@ def run(
         server = ctx.Process(target=_serve, args=(latency_s, ready, stop, stats), daemon=True)
         server.start()
         try:
-            walls, ok = asyncio.run(_judge_all(ready.get(timeout=60), batch, repeats))
+            measure = _judge_all if name == SHARED else _post_all
+            walls, ok = asyncio.run(measure(ready.get(timeout=60), batch, repeats))
         finally:
             stop.set()
             max_in_flight, _ = stats.get(timeout=30)
@@ -223,10 +256,12 @@ def markdown(results: Sequence[JudgeThroughput]) -> str:
         for r in results
     ]
     r = results[0]
+    floor = {x.name: x for x in results}.get(FLOOR)
     lines += [
         "",
         (
-            f"Target: ratio <= {TARGET} for the shared client. Rubric prefix shared by every request: "
+            (f"Judge wall / floor wall: {r.wall_s / floor.wall_s:.2f}. " if floor else "")
+            + f"Target: ratio <= {TARGET} for the shared client. Rubric prefix shared by every request: "
             f"{r.prefix_share:.1%} of a request's text (mean). Judge CPU per dialogue (render + parse, no HTTP): "
             f"{r.judge_cpu_ms:.2f} ms."
         ),

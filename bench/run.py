@@ -103,8 +103,12 @@ def judge_section(quick: bool) -> tuple[list[str], list[Ratio]]:
 
     results = bench_judge.run(repeats=1 if quick else 3)
     rows = bench_judge.markdown(results).splitlines()
-    return rows, [Ratio("judge 512 dialogues @ concurrency 64 / ideal (100 ms server)", results[0].ratio, 1.2,
-                        gates_quick=False)]
+    judge, floor = results[0], results[1]
+    return rows, [
+        Ratio("judge 512 dialogues @ concurrency 64 / ideal (100 ms server)", judge.ratio, 1.2, gates_quick=False),
+        Ratio("judge / bare aiohttp floor, same prompts and server", judge.wall_s / floor.wall_s, 1.15,
+              gates_quick=False),
+    ]
 
 
 def student_section(quick: bool) -> tuple[list[str], list[Ratio]]:

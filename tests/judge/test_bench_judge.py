@@ -10,10 +10,11 @@ import bench_judge  # noqa: E402
 
 def test_benchmark_reaches_full_concurrency_and_judges_everything():
     results = bench_judge.run(repeats=1, dialogues=128, latency_s=0.05)
-    assert [r.name for r in results] == [bench_judge.SHARED]
+    assert [r.name for r in results] == [bench_judge.SHARED, bench_judge.FLOOR]
     for r in results:
         assert r.ok == 128 and r.max_in_flight == bench_judge.CONCURRENCY
         # Serialised judging would take 128 x 50 ms = 6.4 s (64x the ideal 0.1 s); allow machine noise.
         assert r.ideal_s == 0.1 and r.ratio < 10
     assert 0.75 < results[0].prefix_share < 1.0 and results[0].judge_cpu_ms > 0
     assert "| 128 | 64 | 50 ms |" in bench_judge.markdown(results)
+    assert "Judge wall / floor wall:" in bench_judge.markdown(results)
