@@ -34,8 +34,13 @@ install_requires = [
     "matplotlib>=3.7",
 ]
 
+# `pearl-verl compare` (the teachers' web app); fastapi and uvicorn are base requirements already.
+COMPARE = ["sqlalchemy>=2", "jinja2>=3.1", "python-multipart>=0.0.18", "itsdangerous>=2.1"]
+
 extras_require = {
-    "test": ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100"],
+    # playwright drives Debian's chromium in the compare browser test (never `playwright install`)
+    "test": ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "httpx", "psutil", "playwright>=1.49", *COMPARE],
+    "compare": COMPARE,
     # Cluster parts, through verl's own extras so versions stay what verl tested; install them on
     # GPU machines following verl's GPU instructions (they pull CUDA builds of torch).
     "vllm": ["verl[vllm]==0.9.1"],

@@ -163,7 +163,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = parser.parse_args()
     sections = {
-        "advantage": lambda: advantage_section(5 if args.quick else 30),
+        "advantage": lambda: advantage_section(10 if args.quick else 30),
         "agent_loop": lambda: agent_loop_section(args.quick),
         "judge": lambda: judge_section(args.quick),
         "student": lambda: student_section(args.quick),

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.eval.rm_cli",
     "pearl_verl.eval.mtb_cli",
     "pearl_verl.eval.mathdial_cli",
+    "pearl_verl.compare.cli",
     "pearl_verl.data.prepare_cli",
     "pearl_verl.sft.gen_cli",
     "pearl_verl.local.train_cli",

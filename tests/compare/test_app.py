@@ -1,0 +1,161 @@
+"""The web app over HTTP (no browser): sign-in, CSRF, votes in real terms, duplicates, escaping, hiding."""
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from pearl_verl.cli import build_parser, main
+from pearl_verl.compare.app import create_app
+from pearl_verl.compare.cli import _loopback
+from pearl_verl.compare.order import left_side
+from pearl_verl.compare.pairs import read_pairs
+from pearl_verl.compare.store import Store
+
+
+@pytest.fixture
+def study(hostile_run, tmp_path):
+    pairs_file = tmp_path / "pairs.jsonl"
+    assert main(["compare", "build-pairs", str(hostile_run), "--out", str(pairs_file)]) == 0
+    store = Store(f"sqlite:///{tmp_path / 'study.db'}")
+    store.load_pairs(read_pairs(pairs_file))
+    tokens = {name: store.add_annotator(name) for name in ("alice", "bob")}
+    return store, tokens, read_pairs(pairs_file)
+
+
+def csrf_of(html):
+    return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+
+
+def sign_in(client, token):
+    page = client.get(f"/login?token={token}")
+    response = client.post("/login", data={"token": token, "csrf_token": csrf_of(page.text)})
+    assert response.status_code == 200 and response.url.path == "/compare"
+    return response
+
+
+def shown(store, html, name):
+    """(pair, the real side shown as A) of a compare page, found from its hidden public id."""
+    public_id = re.search(r'name="pair" value="([^"]+)"', html).group(1)
+    annotator = next(a for a in store.annotators() if a.name == name)
+    return store.pair(public_id), left_side(store.order_salt, public_id, annotator.slot)
+
+
+def test_posts_without_the_session_token_are_refused(study):
+    store, tokens, _ = study
+    client = TestClient(create_app(store))
+    assert client.post("/login", data={"token": tokens["alice"]}).status_code == 403  # no session yet
+    page = client.get("/login")
+    assert client.post("/login", data={"token": tokens["alice"], "csrf_token": "forged"}).status_code == 403
+    compare = sign_in(client, tokens["alice"])
+    public_id = re.search(r'name="pair" value="([^"]+)"', compare.text).group(1)
+    vote = {"pair": public_id, "choice": "A"}
+    assert client.post("/vote", data=vote).status_code == 403
+    assert client.post("/vote", data={**vote, "csrf_token": csrf_of(page.text)}).status_code == 403  # pre-login token
+    assert client.post("/logout", data={}).status_code == 403
+    assert store.votes() == []
+    outsider = TestClient(create_app(store))  # another browser: its own session, so the token does not carry over
+    outsider.get("/login")
+    assert outsider.post("/vote", data={**vote, "csrf_token": csrf_of(compare.text)}).status_code == 403
+
+
+def test_votes_are_stored_in_real_terms_and_only_once(study):
+    store, tokens, _ = study
+    client = TestClient(create_app(store))
+    page = sign_in(client, tokens["alice"])
+    assert 'data-done="0" data-total="3"' in page.text
+    stored, left = shown(store, page.text, "alice")
+    form = {"pair": stored.public_id, "choice": "A", "dim_leak": "B", "dim_guide": "", "comment": " fine ",
+            "csrf_token": csrf_of(page.text)}  # fmt: skip
+    after = client.post("/vote", data=form)
+    assert after.status_code == 200 and 'data-done="1" data-total="3"' in after.text
+    (vote,) = store.votes()
+    right = "b" if left == "a" else "a"
+    assert (vote.outcome, vote.left_side, dict(vote.dims), vote.comment) == (left, left, {"leak": right}, "fine")
+    again = client.post("/vote", data={**form, "csrf_token": csrf_of(after.text)})
+    assert again.status_code == 409 and "already voted" in again.text
+    assert len(store.votes()) == 1
+    assert stored.public_id not in after.text  # the next pair is another one
+
+
+def test_bad_votes_and_missing_sign_in(study):
+    store, tokens, _ = study
+    client = TestClient(create_app(store))
+    assert client.get("/compare", follow_redirects=False).headers["location"] == "/login"
+    page = client.get("/login")
+    bad = client.post("/login", data={"token": "wrong", "csrf_token": csrf_of(page.text)})
+    assert bad.status_code == 403 and "not valid" in bad.text
+    page = sign_in(client, tokens["bob"])
+    stored, _ = shown(store, page.text, "bob")
+    token = csrf_of(page.text)
+    assert (
+        client.post("/vote", data={"pair": stored.public_id, "choice": "left", "csrf_token": token}).status_code == 400
+    )
+    assert client.post("/vote", data={"pair": "nope", "choice": "A", "csrf_token": token}).status_code == 404
+    too_long = {"pair": stored.public_id, "choice": "A", "comment": "x" * 5001, "csrf_token": token}
+    assert client.post("/vote", data=too_long).status_code == 400
+    assert store.votes() == []
+
+
+def test_pages_escape_text_and_hide_identities(cx, study):
+    store, tokens, pairs = study
+    client = TestClient(create_app(store))
+    page = sign_in(client, tokens["alice"])
+    pages = []
+    while 'section class="dialogue' in page.text:
+        pages.append(page.text)
+        stored, _ = shown(store, page.text, "alice")
+        form = {
+            "pair": stored.public_id,
+            "choice": "tie",
+            "comment": "alice-secret-note",
+            "csrf_token": csrf_of(page.text),
+        }
+        page = client.post("/vote", data=form)
+    assert len(pages) == 3 and "All pairs done" in page.text
+    hostile = next(p for p in pages if "window.__pwned" in p)
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in hostile
+    assert "&lt;img src=x onerror=&#34;window.__pwned=2&#34;&gt;" in hostile
+    assert "<script" not in hostile and "<b>" not in hostile and "<img" not in hostile
+    secrets = [cx.TUTOR_A, cx.TUTOR_B, *(p.pair_id for p in pairs), *(p.item_id for p in pairs)]
+    secrets += [f"{p.score_a:.1f}" for p in pairs if p.score_a % 1]  # scores are never shown
+    bob = TestClient(create_app(store))
+    bob_page = sign_in(bob, tokens["bob"])
+    for html in [*pages, page.text, bob_page.text]:
+        assert not [s for s in secrets if s.lower() in html.lower()]
+    assert "alice-secret-note" not in bob_page.text and 'data-done="0"' in bob_page.text  # no one else's votes
+
+
+def test_security_headers_and_cookie(study):
+    store, _, _ = study
+    response = TestClient(create_app(store)).get("/login")
+    assert "script-src" not in response.headers["content-security-policy"]  # default-src 'none' forbids scripts
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    assert response.headers["x-frame-options"] == "DENY" and response.headers["referrer-policy"] == "no-referrer"
+    cookie = response.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
+    secure = TestClient(create_app(store, secure_cookies=True), base_url="https://testserver").get("/login")
+    assert "secure" in secure.headers["set-cookie"].lower()
+
+
+def test_serve_binds_loopback_by_default():
+    args = build_parser().parse_args(["compare", "serve"])
+    assert args.host == "127.0.0.1" and args.db_url == "sqlite:///compare.db"
+    assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("localhost")
+    assert not _loopback("0.0.0.0") and not _loopback("192.168.1.5") and not _loopback("example.org")
+
+
+def test_serve_needs_pairs(tmp_path, capsys):
+    assert main(["compare", "serve", "--db-url", f"sqlite:///{tmp_path / 'empty.db'}"]) == 2
+    assert "the study holds no pairs; pass --pairs FILE" in capsys.readouterr().err
+
+
+def test_add_annotator_prints_links_and_report_needs_votes(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    assert main(["compare", "add-annotator", "t1", "t2", "--db-url", db, "--base-url", "http://h:9/"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["t1", "t2"]
+    token = lines[0].split("\t")[1].removeprefix("http://h:9/login?token=")
+    assert Store(db).annotator_for_token(token).name == "t1"
+    assert main(["compare", "report", "--db-url", db]) == 2
+    assert "error: the study holds no votes yet" in capsys.readouterr().err
