@@ -47,7 +47,7 @@ class Reply:
     finish_reason: str = "stop"
 
 
-Responder = Callable[[dict[str, Any]], "Reply | str | Awaitable[Reply | str]"]
+Responder = Callable[[dict[str, Any]], Reply | str | Awaitable[Reply | str]]
 
 
 class LocalChatServer:
