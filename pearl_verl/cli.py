@@ -33,9 +33,11 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the process exit code."""
-    parser = build_parser()
+def main(
+    argv: Sequence[str] | None = None, modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl"
+) -> int:
+    """Run one command of ``modules``; returns the process exit code."""
+    parser = build_parser(modules, prog)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
@@ -50,12 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pearl-verl", description="PEARL Socratic-tutor RL as a verl plugin.")
+def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="PEARL Socratic-tutor RL as a verl plugin.")
     parser.add_argument("--version", action="version", version=f"pearl_verl {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
-    for module in COMMAND_MODULES:
+    for module in modules:
         importlib.import_module(module).register(sub)
     return parser
 

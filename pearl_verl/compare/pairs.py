@@ -26,6 +26,7 @@ from typing import Any
 
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.eval.rm import MARGINS
+from pearl_verl.jsonl import read_unique_records
 
 FAILED_END_REASONS: frozenset[str] = frozenset({"student_error", "tutor_error"})
 """Dialogues cut short by a backend failure say nothing about the tutor; they are never paired."""
@@ -243,23 +244,9 @@ def read_pairs(path: Path) -> list[ComparisonPair]:
     Raises:
         ValueError: for a malformed line or a repeated pair id (file and line are named).
     """
-    pairs: list[ComparisonPair] = []
-    seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                pair = ComparisonPair.from_dict(json.loads(text))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"{path}:{number} is not a comparison pair: {type(exc).__name__}: {exc}") from exc
-            if pair.pair_id in seen:
-                raise ValueError(f"{path}:{number}: pair id {pair.pair_id!r} appears twice.")
-            seen.add(pair.pair_id)
-            pairs.append(pair)
-    if not pairs:
-        raise ValueError(f"{path} holds no comparison pairs.")
-    return pairs
+    return read_unique_records(
+        path, lambda data, _: ComparisonPair.from_dict(data), lambda p: p.pair_id, "comparison pair", "pair id"
+    )
 
 
 def read_runs(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], list[str]]:

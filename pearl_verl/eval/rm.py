@@ -35,6 +35,7 @@ from pearl_verl.episode import TUTOR, EpisodeRecord
 from pearl_verl.eval.stats import Estimate, wilson_ci
 from pearl_verl.judge.fields import reward_info, reward_score
 from pearl_verl.judge.types import TutoringJudge
+from pearl_verl.jsonl import read_unique_records
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
 
 logger = logging.getLogger(__name__)
@@ -80,30 +81,17 @@ def read_pairs(path: Path) -> list[PreferencePair]:
     Raises:
         ValueError: for a malformed line or a repeated id (file and line are named).
     """
-    pairs: list[PreferencePair] = []
-    seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-                pair = PreferencePair(
-                    str(row.get("id", f"pair-{number}")),
-                    EpisodeRecord.from_dict(row["a"]),
-                    EpisodeRecord.from_dict(row["b"]),
-                    str(row["preferred"]).lower(),
-                    str(row["margin"]).lower(),
-                )
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"{path}:{number} is not a preference pair: {type(exc).__name__}: {exc}") from exc
-            if pair.id in seen:
-                raise ValueError(f"{path}:{number}: pair id {pair.id!r} appears twice.")
-            seen.add(pair.id)
-            pairs.append(pair)
-    if not pairs:
-        raise ValueError(f"{path} holds no preference pairs.")
-    return pairs
+    return read_unique_records(path, _preference_pair, lambda p: p.id, "preference pair", "pair id")
+
+
+def _preference_pair(row: Any, number: int) -> PreferencePair:
+    return PreferencePair(
+        str(row.get("id", f"pair-{number}")),
+        EpisodeRecord.from_dict(row["a"]),
+        EpisodeRecord.from_dict(row["b"]),
+        str(row["preferred"]).lower(),
+        str(row["margin"]).lower(),
+    )
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.eval.protocol import EvalItem
 from pearl_verl.judge.fields import reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
+from pearl_verl.jsonl import end_with_newline
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
 
@@ -152,7 +153,7 @@ async def run_eval(
     if on_start is not None:
         on_start(summary.skipped)
     output.parent.mkdir(parents=True, exist_ok=True)
-    _end_with_newline(output)
+    end_with_newline(output)
     queue: asyncio.Queue[Job | None] = asyncio.Queue()
     for job in todo:
         queue.put_nowait(job)
@@ -230,14 +231,6 @@ def _count(summary: RunSummary, row: Mapping[str, Any]) -> None:
     reason = row["episode"]["end_reason"] if row.get("episode") else "error"
     summary.end_reasons[reason] = summary.end_reasons.get(reason, 0) + 1
 
-
-def _end_with_newline(path: Path) -> None:
-    """Terminate a last line cut short by a kill, so appended lines start on their own line."""
-    if path.exists() and path.stat().st_size:
-        with path.open("rb+") as handle:
-            handle.seek(-1, 2)
-            if handle.read(1) != b"\n":
-                handle.write(b"\n")
 
 
 def episodes_of(rows: Mapping[str, Mapping[str, Any]]) -> Iterator[tuple[Mapping[str, Any], EpisodeRecord]]:

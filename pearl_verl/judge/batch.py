@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.judge.fields import reward_info
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
+from pearl_verl.jsonl import end_with_newline
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ async def judge_file(
     summary = BatchSummary()
     queue: asyncio.Queue[_Item | None] = asyncio.Queue(maxsize=2 * concurrency)
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    _end_with_newline(output_path)
+    end_with_newline(output_path)
     with output_path.open("a", encoding="utf-8") as out:
 
         async def worker() -> None:
@@ -210,11 +210,3 @@ def _count(summary: BatchSummary, row: dict[str, Any]) -> None:
     else:
         summary.failed += 1
 
-
-def _end_with_newline(path: Path) -> None:
-    """Terminate a last line cut short by a kill, so appended results start on their own line."""
-    if path.exists() and path.stat().st_size:
-        with path.open("rb+") as handle:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                handle.write(b"\n")

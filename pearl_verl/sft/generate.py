@@ -34,6 +34,7 @@ from pearl_verl.episode import STUDENT, DialogueTurn, EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, reward_info, should_judge
 from pearl_verl.judge.types import TutoringJudge
+from pearl_verl.jsonl import end_with_newline
 from pearl_verl.llm.types import LLMCallError
 from pearl_verl.sample import PearlSample
 from pearl_verl.sft.dataset import read_records
@@ -191,7 +192,7 @@ async def generate(
         else:
             stats.resumed += 1
     records_path.parent.mkdir(parents=True, exist_ok=True)
-    _end_with_newline(records_path)
+    end_with_newline(records_path)
     pending = iter(todo)  # shared by the workers; asyncio runs one at a time, so each job is taken once
     with records_path.open("a", encoding="utf-8") as out:
 
@@ -236,11 +237,3 @@ async def _produce(
         "judge": await judge_fields(judge, episode),
     }
 
-
-def _end_with_newline(path: Path) -> None:
-    """Terminate a last line cut short by a kill, so appended records start on their own line."""
-    if path.exists() and path.stat().st_size:
-        with path.open("rb+") as handle:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                handle.write(b"\n")
