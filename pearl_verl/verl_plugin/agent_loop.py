@@ -114,6 +114,7 @@ class PearlTutorAgentLoop(AgentLoopBase):
         self.simulator = simulator_for(pearl)
         self.response_length = self.rollout_config.response_length
         self.stop_ids, self.turn_end_id = _special_ids(self.tokenizer)
+        _memoize_scaffold_renders(self.continuous_token_builder)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         sample = PearlSample.from_row(kwargs.get("extra_info"), kwargs.get("raw_prompt"))
@@ -280,6 +281,73 @@ class _LRU:
 
 
 _PROMPTS = _LRU(4096)
+_SCAFFOLDS = _LRU(64)
+
+
+def _memoize_scaffold_renders(builder: Any) -> None:
+    """Render verl's fixed synthetic prefix once per process, and tokenise the rest on the fast path.
+
+    verl's builder tokenises an appended message as the suffix of a render of a fixed synthetic
+    conversation, which it also renders alone to cut it off, so half of every student turn's
+    chat-template work is that same constant render. A render is a pure function of tokenizer,
+    template kwargs and messages; renders without a generation prompt or tools, the scaffolding, are
+    memoised (live dialogue text reaches the builder only in generation-prompt renders, so the memo
+    stays a few entries). The remaining renders skip transformers' per-call wrapping and verl's
+    per-token list normalisation when a one-off probe shows the fast tokenizer's own encoder gives
+    the same ids. Together this is most of the loop's CPU per turn (see BENCHMARKS.md).
+    """
+    render = getattr(builder, "_render_tokens", None)
+    if render is None or builder.supports_multimodal():  # another verl, or a processor-based builder
+        return
+    kwargs_key = repr(sorted(builder.chat_template_kwargs.items()))
+    fast = _fast_render(builder, render)
+
+    def memoized(messages: list[dict[str, Any]], *, add_generation_prompt: bool, tools: Any = None) -> list[int]:
+        if add_generation_prompt or tools is not None:
+            return (fast or render)(messages, add_generation_prompt=add_generation_prompt, tools=tools)
+        key = (builder.tokenizer, kwargs_key, repr(messages))
+        ids = _SCAFFOLDS.get(key)
+        if ids is None:
+            ids = render(messages, add_generation_prompt=False)
+            _SCAFFOLDS.put(key, ids)
+        return ids
+
+    builder._render_tokens = memoized
+
+
+_PROBE = [
+    {"role": "system", "content": "continuous token synthetic system"},
+    {"role": "user", "content": "continuous token synthetic user"},
+    {"role": "user", "content": "Is 12 × 7 = 84?  I think so…\n<|im_end|> ünïcode 🙂 $\\frac{1}{2}$"},
+]
+_FAST_OK: dict[Any, bool] = {}
+
+
+def _fast_render(builder: Any, render: Any) -> Any:
+    """``render`` through the fast tokenizer's encoder directly, or None when that could differ."""
+    tokenizer = builder.tokenizer
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    kwargs = builder.chat_template_kwargs
+
+    def fast(messages: list[dict[str, Any]], *, add_generation_prompt: bool, tools: Any = None) -> list[int]:
+        text = tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=add_generation_prompt, tools=tools, **kwargs
+        )
+        return backend.encode(text, add_special_tokens=False).ids
+
+    key = (tokenizer, repr(sorted(kwargs.items())))
+    if key not in _FAST_OK:
+        if len(_FAST_OK) > 16:
+            _FAST_OK.clear()
+        try:
+            _FAST_OK[key] = all(
+                fast(_PROBE, add_generation_prompt=g) == render(_PROBE, add_generation_prompt=g) for g in (True, False)
+            )
+        except Exception:  # noqa: BLE001 (any template error: verl's own path, with its fallbacks, handles it)
+            _FAST_OK[key] = False
+    return fast if _FAST_OK[key] else None
 
 
 def _pearl_config(config: Any) -> Any:
