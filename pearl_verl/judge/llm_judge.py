@@ -131,6 +131,10 @@ class LLMJudge:
                 completions = await self._draw(messages, round_)
             except LLMCallError as exc:
                 return self._fail(f"judge endpoint failed ({exc.reason}): {exc}", f"llm_{exc.reason}", attempts, start)
+            # Yield before parsing: the request slot this call just freed wakes a queued judgement,
+            # which then goes out before this parse instead of after it. Under a burst of answers
+            # (a server answering a full wave at once) this keeps parsing off the requests' path.
+            await asyncio.sleep(0)
             for text, finish_reason in completions:
                 try:
                     parsed.append(parse_judgement(text, self.rubric, finish_reason))

@@ -132,3 +132,31 @@ def test_both_backends_implement_the_protocol(monkeypatch):
     assert isinstance(build_judge(JudgeConfig(backend="offline")), HeuristicJudge)
     assert isinstance(llm, TutoringJudge) and isinstance(HeuristicJudge(), TutoringJudge)
     assert "secret" not in json.dumps(llm.backend.endpoint.__dict__)
+
+
+def test_a_freed_request_slot_sends_the_next_judgement_before_this_one_is_parsed(episode, make_output, monkeypatch):
+    """With one slot, the second request goes out before the first answer is parsed (parsing is off the path)."""
+    import pearl_verl.judge.llm_judge as llm_judge_module
+
+    events = []
+    attempt, parse = OpenAIChatClient._attempt, llm_judge_module.parse_judgement
+
+    async def logged_attempt(self, *args, **kwargs):
+        events.append("request")
+        return await attempt(self, *args, **kwargs)
+
+    def logged_parse(*args, **kwargs):
+        events.append("parse")
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(OpenAIChatClient, "_attempt", logged_attempt)
+    monkeypatch.setattr(llm_judge_module, "parse_judgement", logged_parse)
+    with LocalChatServer(lambda body: Reply(text=make_output())) as server:
+        judge = build_judge(JudgeConfig(base_url=server.base_url, model="pearl-judge", max_concurrency=1))
+
+        async def both():
+            return await asyncio.gather(judge.judge(episode), judge.judge(episode))
+
+        results = asyncio.run(both())
+    assert all(r.ok for r in results)
+    assert events == ["request", "request", "parse", "parse"]
