@@ -5,9 +5,10 @@
    continuous-token builder. verl's tool loop: each turn generates a hermes tool call that an
    instant tool answers. Ours: each turn generates a tutor message that an instant fake student
    answers. Time per turn = episode time / turns, median over episodes.
-2. Concurrency. 256 episodes at once against a server and a student that each answer after
+2. Concurrency. N episodes at once against a server and a student that each answer after
    50 ms (asyncio sleeps, as remote endpoints would): wall time vs the ideal
-   (turns x (50 ms tutor + 50 ms student)).
+   (turns x (50 ms tutor + 50 ms student)), in one event loop, and 256 episodes split over
+   agent-loop worker processes as verl's ``AgentLoopManager`` splits a batch.
 """
 
 from __future__ import annotations
@@ -167,38 +168,113 @@ def per_turn_overhead(episodes: int = 40) -> dict[str, float]:
     return {"pearl_ms_per_turn": pearl_ms, "verl_tool_ms_per_turn": verl_ms, "ratio": pearl_ms / verl_ms}
 
 
+def _concurrent_runner(kind: str, tokenizer: Any, config: Any, sample: Any) -> Any:
+    """``run(n)``: ``n`` concurrent episodes of ``kind`` ("pearl" or "verl") against 50 ms endpoints."""
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if kind == "pearl":
+        tutor_ids = tokenizer.encode("What is your next step?", add_special_tokens=False) + [end]
+
+        async def run(n: int) -> None:
+            server, student = InstantServer(tutor_ids, LATENCY_S), InstantStudent(LATENCY_S)
+            results = await asyncio.gather(*(_pearl_episode(config, tokenizer, sample, server, student) for _ in range(n)))
+            assert all(turns == TURNS for _, turns in results)
+
+        return run
+    tool_ids = tokenizer.encode('<tool_call>\n{"name": "calc", "arguments": {"a": 12}}\n</tool_call>', add_special_tokens=False) + [end]
+
+    async def run(n: int) -> None:
+        server = InstantServer(tool_ids, LATENCY_S)
+        await asyncio.gather(*(_tool_episode(config, tokenizer, sample, server, LATENCY_S) for _ in range(n)))
+
+    return run
+
+
+IDEAL_S = {"pearl": TURNS * 2 * LATENCY_S, "verl": (2 * TURNS - 1) * LATENCY_S}
+"""Each pearl turn is one 50 ms generation and one 50 ms reply; verl's tool loop ends after its last generation."""
+
+
+async def _timed(run: Any, episodes: int) -> float:
+    start = time.perf_counter()
+    await run(episodes)
+    return time.perf_counter() - start
+
+
 def concurrency(episodes: int = 256) -> dict[str, float]:
-    """Wall time of ``episodes`` concurrent dialogues with 50 ms endpoints vs the ideal, for both loops.
+    """Wall time of ``episodes`` concurrent dialogues in one event loop with 50 ms endpoints vs the ideal.
 
     verl's tool loop runs the same number of model turns against a 50 ms server and a 50 ms tool.
     """
+    walls = {}
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer, config, sample = _setup(tmp)
-        end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-        tutor_ids = tokenizer.encode("What is your next step?", add_special_tokens=False) + [end]
-        tool_ids = tokenizer.encode('<tool_call>\n{"name": "calc", "arguments": {"a": 12}}\n</tool_call>', add_special_tokens=False) + [end]
-
-        async def ours() -> float:
-            server, student = InstantServer(tutor_ids, LATENCY_S), InstantStudent(LATENCY_S)
-            start = time.perf_counter()
-            results = await asyncio.gather(*(_pearl_episode(config, tokenizer, sample, server, student) for _ in range(episodes)))
-            assert all(turns == TURNS for _, turns in results)
-            return time.perf_counter() - start
-
-        async def theirs() -> float:
-            server = InstantServer(tool_ids, LATENCY_S)
-            start = time.perf_counter()
-            await asyncio.gather(*(_tool_episode(config, tokenizer, sample, server, LATENCY_S) for _ in range(episodes)))
-            return time.perf_counter() - start
-
-        wall, verl_wall = asyncio.run(ours()), asyncio.run(theirs())
-    ideal = TURNS * 2 * LATENCY_S  # each turn: one 50 ms generation and one 50 ms reply
-    verl_ideal = (2 * TURNS - 1) * LATENCY_S  # verl's tool loop ends after its last generation
+        for kind in ("pearl", "verl"):
+            walls[kind] = asyncio.run(_timed(_concurrent_runner(kind, tokenizer, config, sample), episodes))
     return {
         "episodes": episodes,
-        "pearl_wall_s": wall,
-        "pearl_ratio": wall / ideal,
-        "verl_tool_wall_s": verl_wall,
-        "verl_tool_ratio": verl_wall / verl_ideal,
-        "ideal_s": ideal,
+        "pearl_wall_s": walls["pearl"],
+        "pearl_ratio": walls["pearl"] / IDEAL_S["pearl"],
+        "verl_tool_wall_s": walls["verl"],
+        "verl_tool_ratio": walls["verl"] / IDEAL_S["verl"],
+        "ideal_s": IDEAL_S["pearl"],
+    }
+
+
+def _worker(episodes: int, rounds: int, barrier: Any, ends: Any) -> None:
+    """Child process: one agent-loop worker (one event loop), as verl's ``AgentLoopWorker`` actor is."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer, config, sample = _setup(tmp)
+        loop = asyncio.new_event_loop()
+        for kind in KINDS:
+            run = _concurrent_runner(kind, tokenizer, config, sample)
+            loop.run_until_complete(run(min(episodes, 8)))  # warm-up: first-call caches, lazy imports
+            for _ in range(rounds):
+                barrier.wait()
+                loop.run_until_complete(run(episodes))
+                ends.put(time.monotonic())
+        loop.close()
+
+
+KINDS = ("pearl", "verl")
+
+
+def concurrency_workers(episodes: int = 256, workers: int = 8, rounds: int = 3) -> dict[str, float]:
+    """``episodes`` concurrent dialogues split over ``workers`` processes, verl's deployment shape.
+
+    verl's ``AgentLoopManager`` chunks a batch over ``rollout.agent.num_workers`` agent-loop
+    workers (default 8), each a process with one event loop, so 256 concurrent episodes are 8 x 32
+    in a default run. Every round releases all workers at a barrier; wall = the last worker's end
+    minus the release. Best round per loop; both loops run in the same worker processes.
+    """
+    import multiprocessing as mp
+
+    if episodes % workers:
+        raise ValueError(f"episodes={episodes} must split evenly over workers={workers}")
+    ctx = mp.get_context("spawn")
+    barrier, ends = ctx.Barrier(workers + 1), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(episodes // workers, rounds, barrier, ends), daemon=True)
+             for _ in range(workers)]
+    for proc in procs:
+        proc.start()
+    best = {}
+    try:
+        for kind in KINDS:
+            walls = []
+            for _ in range(rounds):
+                barrier.wait(timeout=600)  # the first wait covers the workers' start-up
+                start = time.monotonic()
+                walls.append(max(ends.get(timeout=120) for _ in range(workers)) - start)
+            best[kind] = min(walls)
+    finally:
+        for proc in procs:
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.kill()
+    return {
+        "episodes": episodes,
+        "workers": workers,
+        "pearl_wall_s": best["pearl"],
+        "pearl_ratio": best["pearl"] / IDEAL_S["pearl"],
+        "verl_tool_wall_s": best["verl"],
+        "verl_tool_ratio": best["verl"] / IDEAL_S["verl"],
+        "ideal_s": IDEAL_S["pearl"],
     }

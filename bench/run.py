@@ -87,13 +87,23 @@ def agent_loop_section(quick: bool) -> tuple[list[str], list[Ratio]]:
         results = [bench_agent_loop.concurrency(episodes) for _ in range(2 if quick else 3)]
         pearl, verl = min(r["pearl_ratio"] for r in results), min(r["verl_tool_ratio"] for r in results)
         rows.append(f"| {episodes} | {pearl:.2f} | {verl:.2f} |")
-        # 1.15 is the target at up to 64 episodes; beyond that 2 cores are the bottleneck
-        # (verl's own loop is further from ideal there), so larger sizes are reported, not gated.
+        # One event loop: 1.15 is gated up to 64 episodes; beyond that one core is the bottleneck
+        # (verl's own loop is further from ideal there). 256 is gated in verl's worker layout below.
         target = 1.15 if episodes <= 64 else math.inf
         ratios.append(Ratio(f"pearl_tutor wall / ideal, {episodes} episodes, 50 ms endpoints (best of "
                             f"{len(results)})", pearl, target))
         ratios.append(Ratio(f"verl tool_agent wall / ideal, {episodes} episodes, 50 ms endpoints (best of "
                             f"{len(results)})", verl, math.inf, gates_quick=False))
+    if not quick:  # worker processes import verl each: ~45 s of start-up, too slow for the CI smoke
+        for workers in (8, 2):
+            split = bench_agent_loop.concurrency_workers(256, workers)
+            rows.append(f"| 256 over {workers} agent-loop workers | {split['pearl_ratio']:.2f} | "
+                        f"{split['verl_tool_ratio']:.2f} |")
+            # verl's default deployment shape (num_workers=8) is the 1.15x case; 2 workers = 2 cores.
+            ratios.append(Ratio(f"pearl_tutor wall / ideal, 256 episodes over {workers} agent-loop workers "
+                                "(best of 3)", split["pearl_ratio"], 1.15 if workers == 8 else math.inf))
+            ratios.append(Ratio(f"verl tool_agent wall / ideal, 256 episodes over {workers} agent-loop workers "
+                                "(best of 3)", split["verl_tool_ratio"], math.inf))
     return rows, ratios
 
 
