@@ -193,6 +193,17 @@ IDEAL_S = {"pearl": TURNS * 2 * LATENCY_S, "verl": (2 * TURNS - 1) * LATENCY_S}
 """Each pearl turn is one 50 ms generation and one 50 ms reply; verl's tool loop ends after its last generation."""
 
 
+def _summary(episodes: int, walls: dict[str, float]) -> dict[str, float]:
+    return {
+        "episodes": episodes,
+        "pearl_wall_s": walls["pearl"],
+        "pearl_ratio": walls["pearl"] / IDEAL_S["pearl"],
+        "verl_tool_wall_s": walls["verl"],
+        "verl_tool_ratio": walls["verl"] / IDEAL_S["verl"],
+        "ideal_s": IDEAL_S["pearl"],
+    }
+
+
 async def _timed(run: Any, episodes: int) -> float:
     start = time.perf_counter()
     await run(episodes)
@@ -209,14 +220,7 @@ def concurrency(episodes: int = 256) -> dict[str, float]:
         tokenizer, config, sample = _setup(tmp)
         for kind in ("pearl", "verl"):
             walls[kind] = asyncio.run(_timed(_concurrent_runner(kind, tokenizer, config, sample), episodes))
-    return {
-        "episodes": episodes,
-        "pearl_wall_s": walls["pearl"],
-        "pearl_ratio": walls["pearl"] / IDEAL_S["pearl"],
-        "verl_tool_wall_s": walls["verl"],
-        "verl_tool_ratio": walls["verl"] / IDEAL_S["verl"],
-        "ideal_s": IDEAL_S["pearl"],
-    }
+    return _summary(episodes, walls)
 
 
 def _worker(episodes: int, rounds: int, barrier: Any, ends: Any) -> None:
@@ -269,12 +273,4 @@ def concurrency_workers(episodes: int = 256, workers: int = 8, rounds: int = 3) 
             proc.join(timeout=60)
             if proc.is_alive():
                 proc.kill()
-    return {
-        "episodes": episodes,
-        "workers": workers,
-        "pearl_wall_s": best["pearl"],
-        "pearl_ratio": best["pearl"] / IDEAL_S["pearl"],
-        "verl_tool_wall_s": best["verl"],
-        "verl_tool_ratio": best["verl"] / IDEAL_S["verl"],
-        "ideal_s": IDEAL_S["pearl"],
-    }
+    return {**_summary(episodes, best), "workers": workers}
