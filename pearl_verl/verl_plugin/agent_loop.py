@@ -304,7 +304,8 @@ def _memoize_scaffold_renders(builder: Any) -> None:
 
     def memoized(messages: list[dict[str, Any]], *, add_generation_prompt: bool, tools: Any = None) -> list[int]:
         if add_generation_prompt or tools is not None:
-            return (fast or render)(messages, add_generation_prompt=add_generation_prompt, tools=tools)
+            ids = fast(messages, add_generation_prompt=add_generation_prompt, tools=tools) if fast else None
+            return ids if ids is not None else render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
         key = (builder.tokenizer, kwargs_key, repr(messages))
         ids = _SCAFFOLDS.get(key)
         if ids is None:
@@ -331,10 +332,17 @@ def _fast_render(builder: Any, render: Any) -> Any:
         return None
     kwargs = builder.chat_template_kwargs
 
-    def fast(messages: list[dict[str, Any]], *, add_generation_prompt: bool, tools: Any = None) -> list[int]:
-        text = tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=add_generation_prompt, tools=tools, **kwargs
-        )
+    def fast(messages: list[dict[str, Any]], *, add_generation_prompt: bool, tools: Any = None) -> list[int] | None:
+        # transformers resets the backend's truncation/padding on each call; a direct encode does not,
+        # so a state left by another caller (truncation=True elsewhere in the process) means verl's path.
+        if backend.truncation is not None or backend.padding is not None:
+            return None
+        try:
+            text = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=add_generation_prompt, tools=tools, **kwargs
+            )
+        except Exception:  # noqa: BLE001 (verl's path retries templates that refuse some inputs)
+            return None
         return backend.encode(text, add_special_tokens=False).ids
 
     key = (tokenizer, repr(sorted(kwargs.items())))
@@ -345,7 +353,7 @@ def _fast_render(builder: Any, render: Any) -> Any:
             _FAST_OK[key] = all(
                 fast(_PROBE, add_generation_prompt=g) == render(_PROBE, add_generation_prompt=g) for g in (True, False)
             )
-        except Exception:  # noqa: BLE001 (any template error: verl's own path, with its fallbacks, handles it)
+        except Exception:  # noqa: BLE001 (a template verl renders only through its fallbacks: keep its path)
             _FAST_OK[key] = False
     return fast if _FAST_OK[key] else None
 

@@ -106,3 +106,21 @@ def test_slow_tokenizer_keeps_verls_path(tokenizer):
             self.tokenizer, self.chat_template_kwargs = object(), {}
 
     assert agent_loop_module._fast_render(NoBackend(), lambda *a, **k: []) is None
+
+
+def test_backend_left_truncating_by_another_caller_falls_back_to_verls_path(tokenizer):
+    patched, plain = _builder(tokenizer), _builder(tokenizer)
+    agent_loop_module._memoize_scaffold_renders(patched)
+    backend = tokenizer.backend_tokenizer
+    messages = [
+        {"role": "system", "content": "continuous token synthetic system"},
+        {"role": "user", "content": "continuous token synthetic user"},
+        {"role": "user", "content": "a long student message " * 20},
+    ]
+    backend.enable_truncation(max_length=8)  # as a direct backend call elsewhere in the process would leave it
+    try:
+        ids = patched._render_tokens(messages, add_generation_prompt=True)
+    finally:
+        backend.no_truncation()
+    assert len(ids) > 8
+    assert ids == plain._render_tokens(messages, add_generation_prompt=True)
