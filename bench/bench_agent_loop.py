@@ -189,6 +189,7 @@ def _concurrent_runner(kind: str, tokenizer: Any, config: Any, sample: Any) -> A
     return run
 
 
+KINDS = ("pearl", "verl")
 IDEAL_S = {"pearl": TURNS * 2 * LATENCY_S, "verl": (2 * TURNS - 1) * LATENCY_S}
 """Each pearl turn is one 50 ms generation and one 50 ms reply; verl's tool loop ends after its last generation."""
 
@@ -218,7 +219,7 @@ def concurrency(episodes: int = 256) -> dict[str, float]:
     walls = {}
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer, config, sample = _setup(tmp)
-        for kind in ("pearl", "verl"):
+        for kind in KINDS:
             walls[kind] = asyncio.run(_timed(_concurrent_runner(kind, tokenizer, config, sample), episodes))
     return _summary(episodes, walls)
 
@@ -237,8 +238,6 @@ def _worker(episodes: int, rounds: int, barrier: Any, ends: Any) -> None:
                 ends.put(time.monotonic())
         loop.close()
 
-
-KINDS = ("pearl", "verl")
 
 
 def concurrency_workers(episodes: int = 256, workers: int = 8, rounds: int = 3) -> dict[str, float]:
