@@ -53,17 +53,24 @@ def attribute_docs(cls: type) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pearl_verl.local.quiet import quiet_run
     from pearl_verl.local.train import run_training
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(LocalTrainConfig)}
     config = LocalTrainConfig(**values)
-    rows = run_training(config, resume=args.resume)
-    evals = [row for row in rows if "eval/reward/mean" in row]
-    summary = f"done: step {rows[-1]['step']} of {config.steps}"
-    if len(evals) >= 2:
-        summary += (
-            f"; held-out judge reward {evals[0]['eval/reward/mean']:.3f} (step {evals[0]['step']}) -> "
-            f"{evals[-1]['eval/reward/mean']:.3f} (step {evals[-1]['step']})"
-        )
-    print(f"{summary}; outputs in {config.out_dir} (metrics.jsonl, curves.png, checkpoints/)")
+    out = Path(config.out_dir)
+    with quiet_run(out / "train.log", verbose=args.verbose) as console:
+        rows = run_training(config, resume=args.resume, progress_file=console.err)
+    summary = out / "summary.txt"
+    if summary.exists():
+        print(summary.read_text(encoding="utf-8").rstrip())
+    else:
+        evals = [row for row in rows if "eval/reward/mean" in row]
+        if len(evals) >= 2:
+            print(f"held-out judge reward {evals[0]['eval/reward/mean']:.3f} (step {evals[0]['step']}) -> "
+                  f"{evals[-1]['eval/reward/mean']:.3f} (step {evals[-1]['step']})")
+    print(f"done: step {rows[-1]['step']} of {config.steps}; outputs in {config.out_dir} (summary.txt, dialogues.md, "
+          f"curves.png, metrics.jsonl, heldout.jsonl, checkpoints/; library output in train.log, or on screen with -v)")
     return 0
