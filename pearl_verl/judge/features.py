@@ -109,6 +109,11 @@ class DialogueFeatures:
         return self.solved_at is not None
 
 
+def asks_to_recheck(text: str) -> bool:
+    """Whether a tutor message sends the student back to re-check (the cue of ``checked_wrong``)."""
+    return bool(_CHECK.search(text))
+
+
 def key_results(question: str, solution: str, answer: str) -> tuple[str, ...]:
     """Computed results in the reference solution (after ``=``), minus the answer and given numbers."""
     given = set(numbers_in(question))

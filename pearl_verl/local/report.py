@@ -36,7 +36,7 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     train = [row for row in rows if "reward/mean" in row]
     steps = [row["step"] for row in train]
     evals = [row for row in rows if "eval/reward/mean" in row]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
     axes[0].plot(steps, [_get(row, "reward/mean") for row in train], color="black", linewidth=2.2, label="train: mean of 8 dims")
     axes[0].plot([row["step"] for row in evals], [_get(row, "eval/reward/mean") for row in evals], "D--", color="tab:green",
                  markersize=6, label="held-out eval")
@@ -46,8 +46,14 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     axes[0].legend(fontsize=7, ncol=3)
     axes[1].plot(steps, [_get(row, "pearl/episode/tutor_turns/mean") for row in train], marker="o", markersize=3, label="tutor turns")
     axes[1].plot(steps, [_get(row, "pearl/episode/completed_rate") for row in train], marker="s", markersize=3, label="completed rate")
-    axes[1].set(title="dialogues", xlabel="step")
-    axes[1].legend(fontsize=8)
+    from pearl_verl.local.heldout import OBSERVABLES
+
+    for name, style in (("asks_question", "D--"), ("blames", "v--"), ("answer_first", "x--")):
+        points = [(row["step"], row[f"eval/obs/{name}"]) for row in evals if f"eval/obs/{name}" in row]
+        if points:
+            axes[1].plot(*zip(*points), style, markersize=6, label=f"held-out: {OBSERVABLES[name]}")
+    axes[1].set(title="dialogues", xlabel="step", ylim=(-0.02, None))
+    axes[1].legend(fontsize=7)
     axes[2].plot(steps, [_get(row, "actor/pg_loss") for row in train], marker="o", markersize=3, color="tab:red")
     axes[2].set(title="GSPO policy loss", xlabel="step")
     for ax in axes:

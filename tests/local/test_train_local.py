@@ -12,7 +12,7 @@ from pathlib import Path
 
 SMALL = [
     "--num-problems", "2", "--batch-problems", "1", "--group-size", "2", "--max-tutor-turns", "2",
-    "--eval-problems", "1", "--eval-every", "2", "--save-every", "2",
+    "--eval-problems", "1", "--eval-every", "2", "--save-every", "2", "--eval-seeds", "1",
 ]
 
 # Records what verl's dispatch hands out while the real command runs (the estimator by
@@ -43,11 +43,11 @@ SPY = textwrap.dedent(
 )
 
 
-def _run(args, script=None):
+def _run(args, script=None, streams=False):
     command = [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", "pearl_verl.cli", *args]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    return (proc.stdout, proc.stderr) if streams else proc.stdout
 
 
 def _metrics(out: Path):
@@ -56,7 +56,7 @@ def _metrics(out: Path):
 
 def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     out = tmp_path / "run"
-    stdout = _run(["train-local", "--out-dir", str(out), "--steps", "2", *SMALL], script=SPY)
+    stdout, stderr = _run(["train-local", "--out-dir", str(out), "--steps", "2", *SMALL], script=SPY, streams=True)
     seen = json.loads(stdout.split("SPY ", 1)[1].splitlines()[0])
     estimators = [fn for name, fn in seen if name == "pearl"]
     losses = [fn for name, fn in seen if name == "gspo"]
@@ -75,7 +75,18 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     assert (out / "checkpoints" / "global_step_2" / "pearl_local_state.json").exists()
     assert "held-out judge reward" in stdout
 
-    _run(["train-local", "--out-dir", str(out), "--steps", "3", "--resume", *SMALL])
+    # a person reads the summary and the progress bar; verl's and torch's notes go to train.log
+    summary = (out / "summary.txt").read_text()
+    assert "95% interval" in summary and "what the tutor does" in summary and summary.strip() in stdout
+    assert "## Dialogue 1" in (out / "dialogues.md").read_text()
+    assert "train-local: 100%" in stderr
+    assert "validate_config" in (out / "train.log").read_text()
+
+    stdout, stderr = _run(["train-local", "--out-dir", str(out), "--steps", "3", "--resume", *SMALL], streams=True)
+    # the real entry point: nothing of verl's, transformers' or torch's chatter on screen
+    chatter = ("validate_config", "UserWarning", "Before FSDP", "latform", "WARNING", "Loading weights")
+    assert not any(text in stdout + stderr for text in chatter), (stdout + stderr)[-2000:]
+    assert "held-out judge reward, step 0 -> 3" in stdout
     rows = _metrics(out)
     assert [r["step"] for r in rows if "reward/mean" in r] == [1, 2, 3]  # resumed, nothing repeated
     assert (out / "checkpoints" / "global_step_3").exists()

@@ -1,0 +1,170 @@
+"""Held-out evaluation of a local run: what a person reads to see whether the tutor got better.
+
+Every evaluation tutors the same held-out problems and students with fixed seeds, so two
+evaluations of a run compare like with like, dialogue for dialogue. Besides the judge's reward it
+records observable features of each dialogue (from :func:`pearl_verl.judge.features.extract_features`,
+the features the offline judge reads), so a change in reward can be traced to a change in what the
+tutor writes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.episode import TUTOR, EpisodeRecord
+from pearl_verl.eval.stats import mean_ci
+from pearl_verl.judge.features import asks_to_recheck, extract_features
+
+OBSERVABLES: dict[str, str] = {
+    "rechecks": "tutor turns that send the student back to re-check a step",
+    "asks_question": "tutor turns that ask a question",
+    "blames": "dialogues in which the tutor blames the student",
+    "answer_first": "dialogues in which the tutor states the final answer before the student",
+    "tutor_ends_after_solution": "dialogues the tutor closes after the student solved it",
+    "solved": "dialogues in which the student reaches the answer",
+}
+"""Observable features per held-out dialogue, in [0, 1], and what each measures."""
+
+
+def observables(episode: EpisodeRecord) -> dict[str, float]:
+    """The :data:`OBSERVABLES` of one dialogue."""
+    f = extract_features(episode)
+    tutor = [t.text for t in episode.turns if t.role == TUTOR]
+    return {
+        "rechecks": sum(map(asks_to_recheck, tutor)) / len(tutor) if tutor else 0.0,
+        "asks_question": f.question_ratio,
+        "blames": float(f.blame_turns > 0),
+        "answer_first": float(bool(f.leak_turns)),
+        "tutor_ends_after_solution": float(f.solved and episode.end_reason == "tutor_ended"),
+        "solved": float(f.solved),
+    }
+
+
+@dataclass
+class HeldOut:
+    """One evaluation: per dialogue, in a fixed order (eval seed, problem, group member).
+
+    Attributes:
+        step: training step of the evaluated policy.
+        seeds: eval seeds used; ``rewards`` holds ``len(rewards) // seeds`` dialogues per seed.
+        rewards: mean judge reward per dialogue; None where the judge failed.
+        dims: per dimension, the score per dialogue (None where the judge failed).
+        observed: per observable, its value per dialogue.
+        episodes: the dialogues.
+    """
+
+    step: int
+    seeds: int
+    rewards: list[float | None]
+    dims: dict[str, list[float | None]]
+    observed: dict[str, list[float]] = field(default_factory=dict)
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, step: int, seeds: int, episodes: Sequence[EpisodeRecord], infos: Sequence[dict[str, Any]]) -> HeldOut:
+        ok = [bool(info["judge_ok"]) for info in infos]
+        rewards = [statistics.fmean(float(info[d]) for d in DIMENSIONS) if good else None for info, good in zip(infos, ok)]
+        dims = {d: [float(info[d]) if good else None for info, good in zip(infos, ok)] for d in DIMENSIONS}
+        per_episode = [observables(e) for e in episodes]
+        observed = {name: [row[name] for row in per_episode] for name in OBSERVABLES}
+        return cls(step, seeds, rewards, dims, observed, list(episodes))
+
+    @property
+    def seed_means(self) -> list[float]:
+        """Mean reward under each eval seed (their spread is the evaluation's own noise)."""
+        size = len(self.rewards) // self.seeds
+        return [_mean(self.rewards[k * size : (k + 1) * size]) for k in range(self.seeds)]
+
+    def metrics(self) -> dict[str, Any]:
+        """``eval/...`` entries for metrics.jsonl."""
+        out: dict[str, Any] = {
+            "eval/reward/mean": _mean(self.rewards),
+            "eval/reward/seed_means": self.seed_means,
+            "eval/seeds": self.seeds,
+            "eval/dialogues": len(self.rewards),
+            "eval/completed_rate": statistics.fmean(e.completed for e in self.episodes),
+            "eval/tutor_turns/mean": statistics.fmean(e.tutor_turns for e in self.episodes),
+        }
+        out.update({f"eval/dim/{d}": _mean(values) for d, values in self.dims.items()})
+        out.update({f"eval/obs/{name}": statistics.fmean(values) for name, values in self.observed.items()})
+        return out
+
+
+def _mean(values: Sequence[float | None]) -> float:
+    kept = [v for v in values if v is not None]
+    return statistics.fmean(kept) if kept else math.nan
+
+
+def summary(before: HeldOut, after: HeldOut) -> str:
+    """Held-out reward before -> after with the paired 95% interval, per-dimension deltas and the
+    observable changes, as lines a person reads at the end of a run."""
+    pairs = [(a, b) for a, b in zip(before.rewards, after.rewards) if a is not None and b is not None]
+    gain = mean_ci([b - a for a, b in pairs]) if pairs else None
+    spread = max(before.seed_means) - min(before.seed_means)
+    lines = [
+        f"held-out judge reward, step {before.step} -> {after.step} "
+        f"({len(pairs)} dialogues = {len(pairs) // max(before.seeds, 1)} x {before.seeds} eval seeds, paired):",
+        f"  {_mean(before.rewards):.3f} -> {_mean(after.rewards):.3f}"
+        + (f"   change {gain.mean:+.3f}, 95% interval [{gain.low:+.3f}, {gain.high:+.3f}]" if gain else ""),
+        f"  step-{before.step} spread over its {before.seeds} eval seeds: {spread:.3f} "
+        f"(seed means {', '.join(f'{m:.3f}' for m in before.seed_means)})",
+        "  per dimension: " + "  ".join(f"{d} {_mean(after.dims[d]) - _mean(before.dims[d]):+.2f}" for d in DIMENSIONS),
+        "what the tutor does:",
+    ]
+    for name, text in OBSERVABLES.items():
+        lines.append(f"  {text}: {_share(before.observed[name])} -> {_share(after.observed[name])}")
+    return "\n".join(lines)
+
+
+def _share(values: Sequence[float]) -> str:
+    return f"{100 * statistics.fmean(values):.0f}%" if values else "n/a"
+
+
+def write_dialogues(path: Path, before: HeldOut, after: HeldOut, count: int = 4) -> Path:
+    """A Markdown file with the first ``count`` held-out dialogues at both steps, side by side in
+    order (same problem, student and seed), each with its judge reward."""
+    lines = [f"# Held-out dialogues at step {before.step} and step {after.step}", "",
+             "The same held-out problems, students and seeds at both steps; reward = mean judge score.", ""]
+    for i in range(min(count, len(before.episodes), len(after.episodes))):
+        episode = before.episodes[i]
+        lines += [f"## Dialogue {i + 1}: {episode.problem.question}", ""]
+        for held in (before, after):
+            reward = held.rewards[i]
+            shown = f"{reward:.3f}" if reward is not None else "judge failed"
+            lines += [f"### step {held.step} (reward {shown}, ended: {held.episodes[i].end_reason})", ""]
+            lines += [f"- **{'tutor' if t.role == TUTOR else 'student'}**: {t.text.strip() or '(empty)'}"
+                      for t in held.episodes[i].turns]
+            lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def append_heldout(path: Path, held: HeldOut, phase: str) -> None:
+    """Append one evaluation (every dialogue with its scores) as a JSON line."""
+    import json
+
+    row = {"phase": phase, "step": held.step, "seeds": held.seeds, "rewards": held.rewards, "dims": held.dims,
+           "observed": held.observed, "episodes": [e.to_dict() for e in held.episodes]}
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+def read_heldout(path: Path) -> list[tuple[str, HeldOut]]:
+    """Every evaluation logged so far, in order, with its phase (``initial``, ``cold_start``, ``train``)."""
+    import json
+
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            episodes = [EpisodeRecord.from_dict(e) for e in row["episodes"]]
+            out.append((row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"], episodes)))
+    return out
