@@ -1,43 +1,56 @@
 """``ProbeJudge``: a deliberately learnable test-double judge for checking the training loop itself.
 
-The offline heuristic judge gates every score on the simulated student solving the problem and
-ending the session, which a tiny random model cannot bring about in minutes on a CPU: its reward
-stays flat and says nothing about whether the RL machinery works. This probe scores surface features
-a 190K-parameter model can change within a few updates, so a rising held-out reward shows that
-rollouts, estimator, GSPO loss, optimizer and weight sync move the policy the way the reward asks:
+The offline heuristic judge gates every score on the simulated student solving the problem, so
+whether the RL machinery works at all is hard to read from it on a tiny model. A probe rewards one
+observable property that even a near-uniform 229K-parameter policy produces now and then, gives it
+to every dimension, and always opens the completion gate, so a held-out probe reward that rises
+shows that rollouts, judge fields, estimator, GSPO loss, optimizer and weight sync together move
+the policy the way the reward asks (``tests/local/test_learning.py`` holds it to that in every CI
+run). Two properties:
 
-- ``load``: brevity, 1 - mean tutor message length / 160 characters (floored at 0);
-- ``guide``: the share of tutor turns that ask a question (contain ``?``);
-- ``emotion``: the share of tutor turns with an encouraging word;
-- every other dimension: 0.5, so it contributes no advantage; the completion gate is always 1.
+- ``questions`` (``--judge probe``): ``min(1, number of "?" in the tutor's turns / QUESTIONS_FOR_FULL)``;
+- ``capital_openings`` (``--judge probe-openings``): the share of tutor turns whose first character
+  is an upper-case letter. With one-token tutor turns (``--max-tokens-per-turn 1``) every rewarded
+  token is the first one of its turn, so a response mask off by one token in either direction
+  leaves nothing of the property to learn: the learning test uses it for that reason.
 
 It is a test double, not a pedagogical judge: never report its scores as tutoring quality.
 """
 
 from __future__ import annotations
 
-import re
 import time
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.episode import TUTOR, EpisodeRecord
 from pearl_verl.judge.types import JudgeResult
 
-_ENCOURAGING = re.compile(r"\b(good|great|nice|well done|right|excellent|keep going)\b", re.I)
-_LENGTH_SCALE = 160.0
-NEUTRAL = 0.5
+QUESTIONS_FOR_FULL = 2
+"""Question marks in a dialogue's tutor turns that earn the full score."""
+
+
+PROPERTIES = ("questions", "capital_openings")
 
 
 class ProbeJudge:
-    """Scores brevity, questions and encouragement of the tutor's turns (see the module docstring)."""
+    """Scores one observable property of the tutor's turns (see the module docstring).
+
+    Args:
+        prop: one of :data:`PROPERTIES`.
+    """
+
+    def __init__(self, prop: str = "questions") -> None:
+        if prop not in PROPERTIES:
+            raise ValueError(f"probe property {prop!r} is not one of {PROPERTIES}.")
+        self.prop = prop
 
     async def judge(self, episode: EpisodeRecord) -> JudgeResult:
         start = time.perf_counter()
         tutor = [turn.text for turn in episode.turns if turn.role == TUTOR]
         if not tutor:
             return JudgeResult(ok=False, error="no tutor turn", latency_s=time.perf_counter() - start)
-        dims = {dim: NEUTRAL for dim in DIMENSIONS}
-        dims["load"] = max(0.0, 1.0 - sum(len(t) for t in tutor) / len(tutor) / _LENGTH_SCALE)
-        dims["guide"] = sum("?" in t for t in tutor) / len(tutor)
-        dims["emotion"] = sum(bool(_ENCOURAGING.search(t)) for t in tutor) / len(tutor)
-        return JudgeResult(ok=True, dims=dims, gate=1, latency_s=time.perf_counter() - start)
+        if self.prop == "questions":
+            score = min(1.0, sum(text.count("?") for text in tutor) / QUESTIONS_FOR_FULL)
+        else:  # turns are stored stripped, so a sampled token with a leading space counts by its letter
+            score = sum(text[:1].isupper() for text in tutor) / len(tutor)
+        return JudgeResult(ok=True, dims={dim: score for dim in DIMENSIONS}, gate=1, latency_s=time.perf_counter() - start)

@@ -1,10 +1,12 @@
-"""The probe judge rewards exactly the surface features it documents, and never judges an empty tutor."""
+"""The probe judge rewards exactly the property it documents (questions), and never judges an empty tutor."""
 
 import asyncio
 
+import pytest
+
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
-from pearl_verl.local.probe_judge import NEUTRAL, ProbeJudge
+from pearl_verl.local.probe_judge import QUESTIONS_FOR_FULL, ProbeJudge
 from pearl_verl.problem import Problem
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
@@ -12,24 +14,37 @@ PROBLEM = Problem("p", "What is 2 + 3?", "2 + 3 = 5", "5")
 CONDITION = StudentCondition(CognitiveProfile())
 
 
-def _judge(*tutor_texts):
-    turns = [DialogueTurn(STUDENT, "I am stuck.")]
+def _judge(*tutor_texts, prop="questions"):
+    turns = [DialogueTurn(STUDENT, "I am stuck? Help?")]  # the student's turns never count
     for text in tutor_texts:
-        turns += [DialogueTurn(TUTOR, text), DialogueTurn(STUDENT, "ok")]
-    return asyncio.run(ProbeJudge().judge(EpisodeRecord(PROBLEM, CONDITION, tuple(turns), (), "turn_limit")))
+        turns += [DialogueTurn(TUTOR, text), DialogueTurn(STUDENT, "Ok?")]
+    episode = EpisodeRecord(PROBLEM, CONDITION, tuple(turns), (), "turn_limit")
+    return asyncio.run(ProbeJudge(prop).judge(episode))
 
 
-def test_scores_follow_brevity_questions_and_encouragement():
-    terse = _judge("Good start! What is 2 + 3?", "Nice. Which operation?")
-    verbose = _judge("Let me explain this very carefully. " * 6, "Now we continue with the explanation of addition. " * 3)
-    assert terse.ok and verbose.ok and terse.gate == 1
-    assert terse.dims["load"] > verbose.dims["load"] and verbose.dims["load"] == 0.0
-    assert terse.dims["guide"] == 1.0 and verbose.dims["guide"] == 0.0
-    assert terse.dims["emotion"] == 1.0 and verbose.dims["emotion"] == 0.0
-    half = _judge("Great, what next?", "Add them.")
-    assert half.dims["guide"] == 0.5 and half.dims["emotion"] == 0.5
-    others = set(DIMENSIONS) - {"load", "guide", "emotion"}
-    assert all(terse.dims[d] == NEUTRAL == verbose.dims[d] for d in others)
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        (("Add them.", "Now write it down."), 0.0),
+        (("What is 2 + 3?", "Add them."), 1 / QUESTIONS_FOR_FULL),
+        (("Why? How?", "Which operation?"), 1.0),
+    ],
+)
+def test_every_dimension_counts_the_tutors_question_marks(texts, expected):
+    result = _judge(*texts)
+    assert result.ok and result.gate == 1
+    assert set(result.dims) == set(DIMENSIONS)
+    assert all(value == pytest.approx(expected) for value in result.dims.values())
+
+
+def test_capital_openings_scores_the_share_of_turns_opening_with_a_capital():
+    result = _judge("What now", "add them", "7 apples", "Yes", prop="capital_openings")
+    assert result.ok and all(value == 0.5 for value in result.dims.values())
+
+
+def test_an_unknown_property_is_refused():
+    with pytest.raises(ValueError, match="not one of"):
+        ProbeJudge("brevity")
 
 
 def test_a_dialogue_without_tutor_turns_is_a_failed_judgment():
