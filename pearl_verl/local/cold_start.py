@@ -1,11 +1,15 @@
 """The cold-start stage of a local run (paper §3.3.1, in miniature): SFT on teacher dialogues.
 
 The paper first fine-tunes the tutor on dialogues a strong teacher (DeepSeek-V3.2) holds with the
-simulator, then runs RL. Locally the teacher is the scripted Socratic tutor, a test double for a
-teacher model, talking with the same simulated students; the dialogues go through verl's own
-multi-turn SFT dataset (chat template, loss on the tutor's turns only) and verl's ``sft_loss`` on
-the same FSDP2 actor that RL then continues from. Teacher dialogues pass the same filters as
-``pearl-verl gen-sft`` (:func:`pearl_verl.sft.filters.drop_reason`: completed, no answer leak, ...).
+simulator, then runs RL. Locally the teachers are scripted tutors (test doubles for a teacher model)
+talking with the same simulated students; the dialogues go through verl's own multi-turn SFT
+dataset (chat template, loss on the tutor's turns only) and verl's ``sft_loss`` on the same FSDP2
+actor that RL then continues from. Two pools (:data:`pearl_verl.tutor.styles.TEACHER_POOLS`):
+
+- ``mixed`` (the default): four teachers of distinct styles, one per dialogue in turn, unfiltered,
+  so the tiny model starts RL able to write several styles and RL selects among them by the judge;
+- ``socratic``: the scripted Socratic teacher alone, filtered as ``pearl-verl gen-sft`` filters
+  (:func:`pearl_verl.sft.filters.drop_reason`: completed, no answer leak, ...), the paper's recipe.
 """
 
 from __future__ import annotations
@@ -26,24 +30,51 @@ from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.sample import PearlSample
 from pearl_verl.sft.filters import FilterConfig, drop_reason
 from pearl_verl.student.types import StudentSimulator
+from pearl_verl.tutor.policy import TutorPolicy
 from pearl_verl.tutor.prompts import episode_messages
-from pearl_verl.tutor.scripted import ScriptedSocraticTutor
+from pearl_verl.tutor.styles import TEACHER_POOLS
+
+FAILED = ("student_error", "tutor_error")
 
 
 async def teacher_dialogues(
-    simulator: StudentSimulator, samples: list[PearlSample], per_sample: int, limits: EpisodeLimits, seed: int
+    simulator: StudentSimulator,
+    samples: list[PearlSample],
+    per_sample: int,
+    limits: EpisodeLimits,
+    seed: int,
+    pool: str = "socratic",
 ) -> list[EpisodeRecord]:
-    """``per_sample`` dialogues of the scripted teacher with each sample's student (own seeds)."""
-    teacher = ScriptedSocraticTutor()
+    """``per_sample`` teacher dialogues with each sample's student (own seeds), teachers in turn.
+
+    Raises:
+        ValueError: for an unknown pool name.
+    """
+    if pool not in TEACHER_POOLS:
+        raise ValueError(f"cold-start teacher pool {pool!r} is not one of {sorted(TEACHER_POOLS)}.")
+    teachers: list[TutorPolicy] = [cls() for cls in TEACHER_POOLS[pool]]
     rng = random.Random(seed)
 
-    async def one(sample: PearlSample) -> EpisodeRecord:
+    async def one(sample: PearlSample, teacher: TutorPolicy) -> EpisodeRecord:
         session = await simulator.start(sample.problem, sample.condition, rng.randrange(2**31), sample.opening)
         return await run_episode(
             sample.problem, sample.condition, session, sample.opening, policy_step(teacher, sample.problem), limits
         )
 
-    return await asyncio.gather(*(one(s) for s in samples for _ in range(per_sample)))
+    jobs = [(s, teachers[(i * per_sample + k) % len(teachers)]) for i, s in enumerate(samples) for k in range(per_sample)]
+    return await asyncio.gather(*(one(s, t) for s, t in jobs))
+
+
+def keep_for_pool(episodes: list[EpisodeRecord], pool: str) -> list[EpisodeRecord]:
+    """The dialogues the cold start trains on: ``gen-sft``'s filters for the Socratic teacher; for the
+    mixed pool every dialogue but failed ones (filtering by quality would remove the styles RL must
+    learn to tell apart)."""
+    if pool == "socratic":
+        return keep_for_sft(episodes)
+    kept = [e for e in episodes if e.end_reason not in FAILED]
+    if not kept:
+        raise ValueError(f"every teacher dialogue failed: {dict(Counter(e.end_reason for e in episodes))}")
+    return kept
 
 
 def keep_for_sft(episodes: list[EpisodeRecord], config: FilterConfig | None = None) -> list[EpisodeRecord]:

