@@ -42,11 +42,12 @@ def data_dir(explicit: str | Path | None = None) -> Path:
     from_env = os.environ.get(ENV_VAR, "")
     if from_env:
         return _existing(Path(from_env), f"{ENV_VAR}={from_env}")
-    if CLONE_DATA_DIR.is_dir():
+    # setup.py beside it tells a clone's data/ from a stray site-packages/data of some other wheel.
+    if CLONE_DATA_DIR.is_dir() and (CLONE_DATA_DIR.parent / "setup.py").is_file():
         return CLONE_DATA_DIR
     raise ValueError(
-        f"no data folder: no --data-dir was given, {ENV_VAR} is not set, and {CLONE_DATA_DIR} does not exist "
-        "(an installed wheel ships no data/). Run from a clone of the pearl_verl repository, or point "
+        f"no data folder: no --data-dir was given, {ENV_VAR} is not set, and {CLONE_DATA_DIR} is not the data/ "
+        "folder of a clone (an installed wheel ships no data/). Run from a clone of the pearl_verl repository, or point "
         f"--data-dir or {ENV_VAR} at a copy of its data/ folder."
     )
 

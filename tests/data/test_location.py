@@ -56,14 +56,18 @@ def test_a_missing_explicit_or_environment_folder_is_an_error_not_a_fallback(mon
         data_dir()
 
 
-def test_without_a_clone_the_error_names_every_place_and_the_fix(monkeypatch, tmp_path):
+@pytest.mark.parametrize("stray_data_folder", [False, True])
+def test_without_a_clone_the_error_names_every_place_and_the_fix(monkeypatch, tmp_path, stray_data_folder):
+    installed = tmp_path / "site-packages" / "data"
+    if stray_data_folder:  # some other wheel's site-packages/data is not ours
+        installed.mkdir(parents=True)
     monkeypatch.delenv(ENV_VAR, raising=False)
-    monkeypatch.setattr(location, "CLONE_DATA_DIR", tmp_path / "site-packages" / "data")
+    monkeypatch.setattr(location, "CLONE_DATA_DIR", installed)
     with pytest.raises(ValueError) as error:
         data_dir()
     message = str(error.value)
     assert "no --data-dir was given" in message and f"{ENV_VAR} is not set" in message
-    assert str(tmp_path / "site-packages" / "data") in message and "clone" in message
+    assert f"{installed} is not the data/ folder of a clone" in message and ENV_VAR in message
 
 
 def test_dataset_file_prefers_the_path_as_given_then_the_data_folder(monkeypatch, tmp_path):
