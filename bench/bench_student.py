@@ -19,6 +19,7 @@ import re
 import time
 from pathlib import Path
 
+from pearl_verl.data.location import data_dir
 from pearl_verl.episode_runner import EpisodeLimits
 from pearl_verl.llm.local_server import LocalChatServer
 from pearl_verl.student.config import StudentConfig
@@ -26,7 +27,7 @@ from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.simulate import call_summary, load_problems, make_jobs, run_jobs
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gsm8k" / "test.jsonl"
+DATA = data_dir() / "gsm8k" / "test.jsonl"
 
 
 def consistent_reply(request: dict) -> str:

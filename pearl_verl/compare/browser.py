@@ -29,8 +29,8 @@ CHROMIUM_ARGS: tuple[str, ...] = (
     "--disable-sync",
 )
 INSTALL_HINT = (
-    "install Debian's chromium (`apt-get update && apt-get install -y chromium`) and the test extra "
-    "(`pip install -e '.[test]'`, which brings playwright); do NOT run `playwright install`"
+    "run `sudo apt-get install chromium` (Debian's package; never `playwright install`), then rerun; the "
+    "browser test tests/compare/test_browser.py and `python -m pearl_verl.compare.screenshot` need it"
 )
 
 
@@ -44,7 +44,7 @@ def chromium_path() -> str:
         found = shutil.which(name)
         if found:
             return found
-    raise RuntimeError(f"no chromium executable on PATH: {INSTALL_HINT}.")
+    raise RuntimeError(f"chromium is not installed (none on PATH): {INSTALL_HINT}")
 
 
 def launch_chromium(playwright: Any) -> Any:

@@ -4,11 +4,12 @@ Writes ``DIR/train.parquet``, ``DIR/val.parquet`` (when validation has rows) and
 ``DIR/prepare_summary.json``; the row contract, split, dedup and condition rules are in
 :mod:`pearl_verl.data.prepare` and docs/data.md. Examples::
 
-    pearl-verl prepare-data gsm8k=@fixture math=@fixture mathdial=@fixture -o data/pearl
-    pearl-verl prepare-data gsm8k=gsm8k/train.jsonl gsm8k:val=gsm8k/test.jsonl mathdial=mathdial/train.jsonl \\
-        -o data/pearl --conditions-per-problem 2 --cache-dir data/knowledge \\
+    pearl-verl prepare-data gsm8k=@fixture math=@fixture mathdial=@fixture -o prepared/pearl
+    # from a clone; data/ holds GSM8K's train and test splits (add your own MATH / MathDial training files)
+    pearl-verl prepare-data gsm8k=data/gsm8k/train.jsonl gsm8k:val=data/gsm8k/test.jsonl \\
+        -o prepared/pearl --conditions-per-problem 2 --cache-dir prepared/knowledge \\
         --extract-base-url http://host:8000/v1 --extract-model student
-    pearl-verl prepare-data math=hf:HuggingFaceH4/MATH-500@test -o data/math500 --val-fraction 0
+    pearl-verl prepare-data math=hf:HuggingFaceH4/MATH-500@test -o prepared/math500 --val-fraction 0
 
 Exit status: 0 on success; 2 for a malformed row (located by file, line and field) unless
 ``--skip-errors``, which skips such rows and reports how many.
@@ -19,9 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pearl_verl.student.types import ABILITY_LEVELS
+
+if TYPE_CHECKING:
+    from pearl_verl.data.prepare import SourceSpec
 
 SUMMARY_NAME = "prepare_summary.json"
 
@@ -37,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="KIND[:SPLIT]=PATH",
         help="KIND: gsm8k | math | mathdial; SPLIT: train | val | auto (default auto: hash split by question); "
-        "PATH: .jsonl/.json/.parquet file, hf:<dataset>[:<config>]@<split>, or @fixture (the shipped sample)",
+        "PATH: .jsonl/.json/.parquet file (relative to the working directory or to the data folder, e.g. "
+        "gsm8k/test.jsonl), hf:<dataset>[:<config>]@<split>, or @fixture (the shipped sample)",
     )
     parser.add_argument("-o", "--out-dir", type=Path, required=True, help="output folder")
     parser.add_argument("--val-fraction", type=float, default=0.05, help="share of auto-split questions for validation")
@@ -88,6 +95,16 @@ def parse_ability_mix(text: str) -> dict[str, float]:
     return {level: weight / total for level, weight in weights.items()}
 
 
+def _resolved(spec: SourceSpec) -> SourceSpec:
+    """The spec with a plain file path looked up in the data folder when it is not found as given."""
+    from pearl_verl.data.location import dataset_file
+    from pearl_verl.data.sources import FIXTURE_ALIAS, HF_PREFIX
+
+    if spec.location == FIXTURE_ALIAS or spec.location.startswith(HF_PREFIX):
+        return spec
+    return replace(spec, location=str(dataset_file(spec.location)))
+
+
 def run(args: argparse.Namespace) -> int:
     from pearl_verl.data.conditions import ConditionSampler
     from pearl_verl.data.prepare import SPLITS, PrepareConfig, SourceSpec, build_rows, problems_of, write_rows
@@ -106,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         dedup=not args.keep_duplicates,
         drop_unparsed_answers=args.drop_unparsed_answers,
     )
-    rows, report = build_rows([SourceSpec.parse(s) for s in args.sources], config)
+    rows, report = build_rows([_resolved(SourceSpec.parse(s)) for s in args.sources], config)
     if not any(rows.values()):
         raise ValueError("no rows left to write: every source was empty, skipped or dropped.")
     written = [write_rows(rows[split], args.out_dir / f"{split}.parquet") for split in SPLITS if rows[split]]

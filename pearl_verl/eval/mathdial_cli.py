@@ -3,11 +3,11 @@
 Run the tutors against the MathDial-style student on MathDial's test split first (eval-tutor, no
 judge needed), then compute the metrics::
 
-    pearl-verl eval-tutor ../shared/data/mathdial/test.jsonl --simulator mathdial --judge none \\
+    pearl-verl eval-tutor data/mathdial/test.jsonl --simulator mathdial --judge none \\
         --student-base-url http://s:8000/v1 --student-model student \\
         --tutor name=pearl,base_url=http://t:8000/v1,model=pearl-30b --out runs/mathdial
     pearl-verl eval-mathdial --results runs/mathdial/results.jsonl \\
-        --human ../shared/data/mathdial/test.jsonl --out runs/mathdial
+        --human data/mathdial/test.jsonl --out runs/mathdial
 
 Writes ``mathdial_report.md``, ``mathdial_summary.json`` and ``mathdial_curves.png``.
 """
@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="MathDial success@k / telling@k of eval-tutor dialogues and of the dataset's human teachers",
     )
     parser.add_argument("--results", type=Path, action="append", default=[], help="eval-tutor results.jsonl (repeat)")
-    parser.add_argument("--human", type=Path, help="MathDial JSONL (test split) for the human-teacher reference row")
+    parser.add_argument(
+        "--human", type=Path, help="MathDial JSONL (test split) for the human-teacher reference row, e.g. data/mathdial/test.jsonl",
+    )
     parser.add_argument("--simulator", default="mathdial", help="use dialogues with this simulator (default mathdial)")
     parser.add_argument("--max-k", type=int, default=7, help="largest k (MathDial's harness: 7)")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
@@ -41,9 +43,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give --results (eval-tutor dialogues) and/or --human (the MathDial test file).")
     table = {}
     if args.human is not None:
+        from pearl_verl.data.location import dataset_file
         from pearl_verl.data.sources import read_jsonl
 
-        found = [human_indices(row) for _, row in read_jsonl(args.human)]
+        found = [human_indices(row) for _, row in read_jsonl(dataset_file(args.human))]
         table["Human teachers (MathDial data)"] = curves([i for i in found if i is not None], args.max_k)
     for path in args.results:
         if not path.is_file():

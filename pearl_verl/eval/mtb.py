@@ -125,7 +125,8 @@ class Example:
 def _read(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ValueError(
-            f"MathTutorBench data file {path} does not exist; pass --data-dir with the layout gsm8k/test.jsonl, "
+            f"MathTutorBench data file {path} does not exist; point --data-dir (or PEARL_VERL_DATA_DIR) at a folder "
+            "laid out like the repository's data/: gsm8k/test.jsonl, "
             "gsm8k/test_socratic.jsonl, stepverify/dataset.json, mathtutorbench/mathdial_bridge(_hard).json."
         )
     text = path.read_text(encoding="utf-8")

@@ -2,10 +2,11 @@
 
 Examples::
 
-    pearl-verl eval-mtb --data-dir ../shared/data --model-base-url http://host:8000/v1 --model pearl-30b \\
-        --out runs/mtb-pearl
-    # with the pedagogical reward model (a local directory) for the pedagogy win rates
-    pearl-verl eval-mtb --data-dir ../shared/data --model-hf /models/tutor --ped-rm-path /models/ped-rm \\
+    # from a clone: the data folder (data/) is found on its own
+    pearl-verl eval-mtb --model-base-url http://host:8000/v1 --model pearl-30b --out runs/mtb-pearl
+    # with the pedagogical reward model (a local directory) for the pedagogy win rates; --data-dir (or
+    # PEARL_VERL_DATA_DIR) names a copy of the repository's data/ folder when not run from a clone
+    pearl-verl eval-mtb --data-dir data --model-hf /models/tutor --ped-rm-path /models/ped-rm \\
         --tasks scaffolding_generation,pedagogy_following --limit 200 --out runs/mtb-small
 
 Writes ``mtb_generations.jsonl`` (one line per example, incremental, resumable), ``mtb_report.md``
@@ -31,7 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and report its metrics; pedagogy tasks report the question-match rate and, with a pedagogical reward "
         "model, the win rate, labelled apart.",
     )
-    parser.add_argument("--data-dir", type=Path, required=True, help="folder with gsm8k/, stepverify/, mathtutorbench/")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="folder with gsm8k/, stepverify/, mathtutorbench/ (default: $PEARL_VERL_DATA_DIR, else a clone's data/)",
+    )
     parser.add_argument("--model-base-url", help="model endpoint, e.g. http://host:8000/v1")
     parser.add_argument("--model", help="model name as served (with --model-base-url)")
     parser.add_argument("--model-api-key-env", help="NAME of the environment variable with the endpoint's key")
@@ -72,6 +77,7 @@ def _backend(args: argparse.Namespace) -> tuple[Any, str]:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pearl_verl.data.location import data_dir
     from pearl_verl.eval.common_cli import progress_bar
     from pearl_verl.eval.mtb import PEDAGOGY_TASKS, TASKS, build_examples, mtb_markdown, task_metrics
     from pearl_verl.eval.rm_cli import MTB_STYLE_SYSTEM_PROMPT
@@ -83,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown task(s) {unknown}; tasks: {list(TASKS)}.")
     if args.concurrency < 1:
         raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
-    examples = [e for t in tasks for e in build_examples(t, args.data_dir, args.limit)]
+    examples = [e for t in tasks for e in build_examples(t, data_dir(args.data_dir), args.limit)]
     backend, model_name = _backend(args)
     rm = None
     if args.ped_rm_path:

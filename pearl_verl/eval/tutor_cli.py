@@ -3,7 +3,7 @@
 Examples::
 
     # two endpoints, our simulator, the trained judge
-    pearl-verl eval-tutor ../shared/data/gsm8k/test.jsonl --limit 250 \\
+    pearl-verl eval-tutor data/gsm8k/test.jsonl --limit 250 \\
         --tutor name=base,base_url=http://t1:8000/v1,model=qwen3-30b-a3b \\
         --tutor name=pearl,base_url=http://t2:8000/v1,model=pearl-30b \\
         --student-backend llm --student-base-url http://s:8000/v1 --student-model student \\
@@ -49,7 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "same stopping rule and sampling, judge each dialogue, and write the paper's table with 95%% intervals, "
         "a radar and a bar plot. Results are appended as they finish; rerunning resumes.",
     )
-    parser.add_argument("problems", nargs="*", help="GSM8K / MATH / MathDial / Problem files or prepared parquet")
+    parser.add_argument(
+        "problems",
+        nargs="*",
+        help="GSM8K / MATH / MathDial / Problem files or prepared parquet, relative to the working directory or to "
+        "the data folder (e.g. gsm8k/test.jsonl)",
+    )
     parser.add_argument("--limit", type=int, help="first N problems of each file")
     parser.add_argument("--tutor", action="append", default=[], help="tutor spec (repeat): see docs/eval.md")
     parser.add_argument(
@@ -103,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> tuple[Any, int]:
     import asyncio
 
+    from pearl_verl.data.location import dataset_file
     from pearl_verl.episode_runner import EpisodeLimits
     from pearl_verl.eval.common_cli import build_simulators, judge_config, progress_bar
     from pearl_verl.eval.protocol import (
@@ -128,7 +134,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
     setup = {"student": student_setup(args), "judge": judge_setup(args)}
     stored = read_manifest(args.out)
     if args.problems:
-        items = tuple(draw_items(load_eval_problems(args.problems, args.limit), protocol))
+        items = tuple(draw_items(load_eval_problems([dataset_file(p) for p in args.problems], args.limit), protocol))
     elif stored is not None:
         items = stored.items
     else:

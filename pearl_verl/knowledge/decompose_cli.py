@@ -14,7 +14,9 @@ from collections import Counter
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("decompose", help="decompose problems into knowledge units and fill the cache")
-    parser.add_argument("problems", nargs="+", help="problem files (.jsonl/.json/.parquet), as for 'simulate'")
+    parser.add_argument(
+        "problems", nargs="+", help="problem files (.jsonl/.json/.parquet), as for 'simulate' (e.g. data/gsm8k/test.jsonl)"
+    )
     parser.add_argument("--cache-dir", required=True, help="decomposition cache directory")
     parser.add_argument("--limit", type=int, help="first N problems of each file")
     parser.add_argument("--base-url", help="extraction endpoint (omit for the rule extractor)")
@@ -30,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
+    from pearl_verl.data.location import dataset_file
     from pearl_verl.knowledge.cache import DecompositionCache
     from pearl_verl.knowledge.curriculum import load_curriculum
     from pearl_verl.knowledge.decomposer import Decomposer
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
         backend = OpenAIChatClient(EndpointConfig(args.base_url, args.model, api_key_env=args.api_key_env))
     decomposer = Decomposer(curriculum, backend, args.model, DecompositionCache(args.cache_dir))
-    problems = [item.problem for path in args.problems for item in load_problems(path, args.limit)]
+    problems = [item.problem for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     units: Counter[str] = Counter()
 
     async def main() -> None:

@@ -5,11 +5,11 @@ it), then ``DIR/train.parquet`` / ``DIR/val.parquet`` for verl's multi-turn SFT 
 ``DIR/sft_summary.json`` (kept and dropped by reason, tutor-turn histograms). Filters and formats:
 :mod:`pearl_verl.sft.filters`, :mod:`pearl_verl.sft.dataset`, docs/data.md. Examples::
 
-    pearl-verl gen-sft data/pearl/train.parquet -o data/pearl_sft --samples-per-row 4 \\
+    pearl-verl gen-sft prepared/pearl/train.parquet -o prepared/pearl_sft --samples-per-row 4 \\
         --teacher-base-url https://api.deepseek.com/v1 --teacher-model deepseek-chat \\
         --teacher-api-key-env DEEPSEEK_API_KEY --student-backend llm \\
         --student-base-url http://student-host:8000/v1 --student-model student
-    pearl-verl gen-sft data/pearl/train.parquet -o /tmp/sft --teacher scripted   # offline test double
+    pearl-verl gen-sft prepared/pearl/train.parquet -o /tmp/sft --teacher scripted   # offline test double
 
 Exit status: 0 when every job has a dialogue; 1 when some job crashed (rerun to finish it).
 """

@@ -5,7 +5,7 @@ ability, solved/concluded, LLM calls) and prints a summary: outcomes, the per-ab
 controllability table, the paper's diversity statistics over the planned labels, and LLM calls per
 turn. Examples::
 
-    pearl-verl simulate ../shared/data/gsm8k/test.jsonl --limit 200 --ability all --out turns.jsonl
+    pearl-verl simulate data/gsm8k/test.jsonl --limit 200 --ability all --out turns.jsonl
     pearl-verl simulate data.jsonl --backend llm --base-url http://host:8000/v1 --model student \\
         --tutor endpoint --tutor-base-url http://host:8001/v1 --tutor-model tutor
 """
@@ -28,7 +28,10 @@ TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("simulate", help="run a simulated student against a tutor; one JSON line per turn")
     parser.add_argument(
-        "problems", nargs="+", help="problem files (.jsonl/.json/.parquet: GSM8K, MATH, MathDial, Problem rows)"
+        "problems",
+        nargs="+",
+        help="problem files (.jsonl/.json/.parquet: GSM8K, MATH, MathDial, Problem rows), relative to the working "
+        "directory or to the data folder (e.g. gsm8k/test.jsonl; see the README's Data section)",
     )
     parser.add_argument("--limit", type=int, help="first N problems of each file")
     parser.add_argument("--simulator", choices=SIMULATORS, default="pearl")
@@ -59,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pearl_verl.data.location import dataset_file
     from pearl_verl.episode_runner import EpisodeLimits
     from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         refine=not args.no_refine,
         cache_dir=args.cache_dir,
     )
-    items = [item for path in args.problems for item in load_problems(path, args.limit)]
+    items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     simulator = build_simulator(config)
     jobs = make_jobs(items, args.ability, args.seed)
     episodes = asyncio.run(

@@ -2,7 +2,7 @@
 
 Two teachers sign in with their links and vote; the server is killed mid-study and restarted on the
 same database; the report's numbers are checked against a hand computation from the votes cast.
-No skip: without chromium the test fails and says how to install it.
+No skip: without chromium each test fails with one line that says how to install it.
 """
 
 import json
@@ -15,13 +15,23 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from pearl_verl.cli import main
-from pearl_verl.compare.browser import StudyServer, launch_chromium
+from pearl_verl.compare.browser import StudyServer, chromium_path, launch_chromium
 from pearl_verl.compare.pairs import read_pairs
 
 # The real outcome (a = the first tutor preferred) each teacher casts, by the pair's index in the pairs file.
 PLAN = {"alice": ["a", "tie", "b"], "bob": ["a", "a", "b"]}
 DIM_CHOICES = {"leak": "a", "emotion": "tie"}  # alice's optional per-dimension choices on her first vote
 COMMENT = "Dialogue with clearer questions; alice-only note"
+
+
+@pytest.fixture(autouse=True)
+def chromium():
+    """Fails (never skips) with the install hint as its one line when chromium is missing."""
+    try:
+        return chromium_path()
+    except RuntimeError as missing:
+        hint = str(missing)
+    pytest.fail(hint, pytrace=False)
 
 
 @pytest.fixture

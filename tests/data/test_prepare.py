@@ -1,15 +1,15 @@
-"""prepare-data's core: the whole shared GSM8K test and MATH-500 sets convert, rows follow the
+"""prepare-data's core: the whole GSM8K test and MATH-500 sets convert, rows follow the
 pearl_tutor contract and load in verl's RLHFDataset, conditions and splits are reproducible."""
 
 import json
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from pearl_verl.answers import answers_match, last_boxed
 from pearl_verl.data.conditions import ConditionSampler
+from pearl_verl.data.location import data_dir
 from pearl_verl.data.prepare import (
     AGENT_NAME,
     PrepareConfig,
@@ -23,8 +23,8 @@ from pearl_verl.data.prepare import (
 from pearl_verl.data.sources import FIXTURES
 from pearl_verl.sample import PearlSample
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-GSM8K_TEST, MATH500 = SHARED / "gsm8k" / "test.jsonl", SHARED / "math500" / "test.jsonl"
+DATA = data_dir()
+GSM8K_TEST, MATH500 = DATA / "gsm8k" / "test.jsonl", DATA / "math500" / "test.jsonl"
 
 
 def _raw(path):
@@ -45,13 +45,13 @@ def opening():
 
 
 @pytest.fixture(scope="module")
-def shared_rows(opening):
+def full_rows(opening):
     specs = [SourceSpec("gsm8k", str(GSM8K_TEST)), SourceSpec("math", str(MATH500))]
     return build_rows(specs, PrepareConfig(val_fraction=0.0, dedup=False), opening)
 
 
-def test_every_shared_gsm8k_and_math500_row_converts_with_a_parsing_ground_truth(shared_rows):
-    rows, report = shared_rows
+def test_every_gsm8k_and_math500_row_converts_with_a_parsing_ground_truth(full_rows):
+    rows, report = full_rows
     assert report.rows == {"train": 1319 + 500, "val": 0} and report.errors == []
     assert report.data_sources["train"] == {"gsm8k": 1319, "math": 500}
     # After normalisation no ground truth is unreadable (the three raw exceptions are below).
@@ -185,12 +185,12 @@ def test_config_validation():
         PrepareConfig(conditions_per_problem=0)
 
 
-def test_prepared_parquet_loads_in_verls_rlhf_dataset_and_parses_as_the_agent_loop_does(shared_rows, tmp_path):
+def test_prepared_parquet_loads_in_verls_rlhf_dataset_and_parses_as_the_agent_loop_does(full_rows, tmp_path):
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from pearl_verl.local.tiny_models import build_offline_tokenizer
 
-    rows, _ = shared_rows
+    rows, _ = full_rows
     path = write_rows(rows["train"], tmp_path / "train.parquet")
     tokenizer = build_offline_tokenizer(tmp_path / "tok")
     config = {"max_prompt_length": 4096, "cache_dir": str(tmp_path / "cache"), "filter_overlong_prompts_workers": 1}

@@ -1,4 +1,4 @@
-"""Problem sources: every shipped and shared row reads; malformed rows are located."""
+"""Problem sources: every row of the shipped fixtures and of data/ reads; malformed rows are located."""
 
 import json
 from pathlib import Path
@@ -8,14 +8,16 @@ import pytest
 from pearl_verl.answers import answers_match
 from pearl_verl.data.sources import SourceError, load_source
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+from pearl_verl.data.location import data_dir
+
+DATA = data_dir()
 FIXTURES = Path(__file__).resolve().parents[2] / "pearl_verl" / "resources" / "data"
 
 
 @pytest.mark.parametrize(("kind", "path", "rows"), [
-    ("gsm8k", SHARED / "gsm8k" / "test.jsonl", 1319),
-    ("math", SHARED / "math500" / "test.jsonl", 500),
-    ("mathdial", SHARED / "mathdial" / "test.jsonl", 599),
+    ("gsm8k", DATA / "gsm8k" / "test.jsonl", 1319),
+    ("math", DATA / "math500" / "test.jsonl", 500),
+    ("mathdial", DATA / "mathdial" / "test.jsonl", 599),
     ("gsm8k", FIXTURES / "gsm8k" / "test_first50.jsonl", 50),
     ("math", FIXTURES / "math500" / "test_first50.jsonl", 50),
     ("mathdial", FIXTURES / "mathdial" / "test_first20.jsonl", 20),
@@ -28,14 +30,14 @@ def test_whole_files_convert(kind, path, rows):
 
 
 def test_gsm8k_answers_agree_with_the_rationale_and_parse():
-    items, _ = load_source(SHARED / "gsm8k" / "test.jsonl", "gsm8k")
+    items, _ = load_source(DATA / "gsm8k" / "test.jsonl", "gsm8k")
     first = items[0].problem
     assert first.answer == "18" and "####" not in first.reference_solution and "<<" not in first.reference_solution
     assert all(answers_match(item.problem.answer, item.problem.answer) for item in items[:200])
 
 
 def test_mathdial_keeps_the_real_misconception():
-    items, _ = load_source(SHARED / "mathdial" / "test.jsonl", "mathdial")
+    items, _ = load_source(DATA / "mathdial" / "test.jsonl", "mathdial")
     assert all(item.misconception for item in items[:50])
     assert items[0].problem.answer == "10" and not items[0].problem.reference_solution.strip().endswith("\n 10")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pearl_verl.data.location import data_dir
 from pearl_verl.eval.__main__ import main as eval_main
 from pearl_verl.tutor.prompts import END_MARKER
 
@@ -14,7 +15,7 @@ GSM8K_FIXTURE = ROOT / "pearl_verl" / "resources" / "data" / "gsm8k" / "test_fir
 MATHDIAL_FIXTURE = ROOT / "pearl_verl" / "resources" / "data" / "mathdial" / "test_first20.jsonl"
 MTB_FIXTURE = ROOT / "pearl_verl" / "resources" / "eval" / "mtb"
 PAIRS_FIXTURE = ROOT / "pearl_verl" / "resources" / "eval" / "pairs" / "synthetic_pairs.jsonl"
-SHARED_DATA = ROOT / ".." / "shared" / "data"
+DATA = data_dir()
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def fx():
         MATHDIAL=MATHDIAL_FIXTURE,
         MTB=MTB_FIXTURE,
         PAIRS=PAIRS_FIXTURE,
-        SHARED=SHARED_DATA,
+        DATA=DATA,
         markdown_rows=markdown_rows,
         parse_cell=parse_cell,
         read_jsonl=read_jsonl,

@@ -206,8 +206,8 @@ def test_without_a_reward_model_only_the_question_match_rate_is_reported(fx, tmp
     assert "Not computed: no pedagogical reward model" in (tmp_path / "mtb_report.md").read_text()
 
 
-def test_full_shared_data_builds_every_task(fx):
-    sizes = {task: len(build_examples(task, fx.SHARED)) for task in TASKS}
+def test_the_whole_data_folder_builds_every_task(fx):
+    sizes = {task: len(build_examples(task, fx.DATA)) for task in TASKS}
     assert sizes["problem_solving"] == 1319 and sizes["socratic_questioning"] == 1319
     assert sizes["solution_correctness"] == sizes["mistake_location"] == 2 * 1002
     assert sizes["mistake_correction"] == 1002

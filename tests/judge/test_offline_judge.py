@@ -9,11 +9,11 @@ when asked for it, and repeats an answer the tutor gives away.
 import asyncio
 import json
 import random
-from pathlib import Path
 
 import pytest
 
 from pearl_verl.answers import gsm8k_final_answer, gsm8k_rationale, mentions_answer, numbers_in
+from pearl_verl.data.location import data_dir
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.judge.features import extract_features, key_results
@@ -22,7 +22,7 @@ from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
 
-GSM8K_TEST = Path(__file__).resolve().parents[2] / "../shared/data/gsm8k/test.jsonl"
+GSM8K_TEST = data_dir() / "gsm8k" / "test.jsonl"
 
 
 def gsm8k_problems(n):

@@ -2,14 +2,14 @@
 
 import argparse
 import json
-from pathlib import Path
 
 import pytest
 
+from pearl_verl.data.location import data_dir
 from pearl_verl.knowledge import decompose_cli
 from pearl_verl.knowledge.cache import DecompositionCache
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = data_dir()
 
 
 def _run(*argv):

@@ -2,11 +2,11 @@
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
 from pearl_verl.answers import numbers_in
+from pearl_verl.data.location import data_dir
 from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.problem import Problem
 from pearl_verl.sft.filters import (
@@ -22,7 +22,7 @@ from pearl_verl.sft.filters import (
 from pearl_verl.student.reading import reveals_answer, same_answer
 from pearl_verl.student.types import StudentCondition, StudentTurnState
 
-MATH500 = Path(__file__).resolve().parents[3] / "shared" / "data" / "math500" / "test.jsonl"
+MATH500 = data_dir() / "math500" / "test.jsonl"
 PROBLEM = Problem("p1", "Tom has 3 bags with 4 apples each. How many apples?", "3 * 4 = 12", "12", "gsm8k")
 
 

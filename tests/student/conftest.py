@@ -1,12 +1,11 @@
-"""Shared fixtures of the student tests: real GSM8K and MATH-500 problems from the shared data folder."""
-
-from pathlib import Path
+"""Shared fixtures of the student tests: real GSM8K and MATH-500 problems from the data folder."""
 
 import pytest
 
+from pearl_verl.data import location
 from pearl_verl.student.simulate import load_problems
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = location.data_dir()
 
 
 @pytest.fixture(scope="session")
