@@ -27,7 +27,7 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
 
 
 def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
-    """Reward (overall and per dimension), tutor turns, and loss per step, as one PNG."""
+    """Reward (overall and per dimension), held-out tutor behaviour, turns and loss per step, as one PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,7 +36,7 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     train = [row for row in rows if "reward/mean" in row]
     steps = [row["step"] for row in train]
     evals = [row for row in rows if "eval/reward/mean" in row]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4.8))
     axes[0].plot(steps, [_get(row, "reward/mean") for row in train], color="black", linewidth=2.2, label="train: mean of 8 dims")
     axes[0].plot([row["step"] for row in evals], [_get(row, "eval/reward/mean") for row in evals], "D--", color="tab:green",
                  markersize=6, label="held-out eval")
@@ -44,18 +44,21 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
         axes[0].plot(steps, [_get(row, f"pearl/reward/{dim}/mean") for row in train], linewidth=1, alpha=0.6, label=dim)
     axes[0].set(title="judge reward", xlabel="step", ylabel="score in [0, 1]", ylim=(-0.02, 1.02))
     axes[0].legend(fontsize=7, ncol=3)
-    axes[1].plot(steps, [_get(row, "pearl/episode/tutor_turns/mean") for row in train], marker="o", markersize=3, label="tutor turns")
-    axes[1].plot(steps, [_get(row, "pearl/episode/completed_rate") for row in train], marker="s", markersize=3, label="completed rate")
     from pearl_verl.local.heldout import OBSERVABLES
 
-    for name, style in (("asks_question", "D--"), ("blames", "v--"), ("answer_first", "x--")):
-        points = [(row["step"], row[f"eval/obs/{name}"]) for row in evals if f"eval/obs/{name}" in row]
+    for name, text in OBSERVABLES.items():
+        points = [(row["step"], 100 * row[f"eval/obs/{name}"]) for row in evals if f"eval/obs/{name}" in row]
         if points:
-            axes[1].plot(*zip(*points), style, markersize=6, label=f"held-out: {OBSERVABLES[name]}")
-    axes[1].set(title="dialogues", xlabel="step", ylim=(-0.02, None))
+            axes[1].plot(*zip(*points), "o--", markersize=5, label=text)
+    axes[1].set(title="what the tutor does (held-out)", xlabel="step", ylabel="%", ylim=(-2, 102))
     axes[1].legend(fontsize=7)
-    axes[2].plot(steps, [_get(row, "actor/pg_loss") for row in train], marker="o", markersize=3, color="tab:red")
-    axes[2].set(title="GSPO policy loss", xlabel="step")
+    axes[2].plot(steps, [_get(row, "pearl/episode/tutor_turns/mean") for row in train], marker="o", markersize=3, label="tutor turns")
+    axes[2].plot(steps, [_get(row, "pearl/episode/completed_rate") for row in train], marker="s", markersize=3,
+                 label="completed and gated in (rate)")
+    axes[2].set(title="dialogues (train)", xlabel="step")
+    axes[2].legend(fontsize=8)
+    axes[3].plot(steps, [_get(row, "actor/pg_loss") for row in train], marker="o", markersize=3, color="tab:red")
+    axes[3].set(title="GSPO policy loss", xlabel="step")
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(title)
