@@ -110,7 +110,7 @@ class LocalTrainConfig:
     gamma: float = 0.98
     seed: int = 0
     eval_problems: int = 16
-    eval_every: int = 10
+    eval_every: int = 20
     eval_seeds: int = 3
     cold_start_steps: int = 0
     cold_start_teachers: str = "socratic"

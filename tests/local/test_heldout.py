@@ -30,10 +30,11 @@ SOCRATIC = _episode("What do you know so far?", "I think it is 5", "Well done!")
 
 
 def test_observables_read_what_the_tutor_did():
-    assert observables(LEAKING) == {"asks_question": 0.0, "blames": 1.0, "answer_first": 1.0,
+    assert observables(LEAKING) == {"rechecks": 0.0, "asks_question": 0.0, "blames": 1.0, "answer_first": 1.0,
                                     "tutor_ends_after_solution": 1.0, "solved": 1.0}
     socratic = observables(SOCRATIC)
     assert socratic["asks_question"] == 0.5 and socratic["answer_first"] == 0.0 and socratic["blames"] == 0.0
+    assert observables(_episode("How did you get 7? Check it.", "7", "Look again."))["rechecks"] == 1.0
 
 
 def test_summary_pairs_dialogues_and_sets_the_gain_against_the_seed_spread():
