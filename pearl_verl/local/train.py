@@ -38,10 +38,9 @@ from pearl_verl.sample import PearlSample
 logger = logging.getLogger(__name__)
 
 PROBES = {"probe": "questions", "probe-openings": "capital_openings"}
+"""``--judge`` names of the probe test doubles, and the property each rewards."""
 LOCAL_PROBLEMS = {"mathdial": str(Path(__file__).resolve().parents[1] / "resources" / "data" / "mathdial" / "test_first64.jsonl")}
 """Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
-"""``--judge`` names of the probe test doubles, and the property each rewards."""
-
 
 
 @dataclass(frozen=True)
