@@ -6,9 +6,9 @@ talking with the same simulated students; the dialogues go through verl's own mu
 dataset (chat template, loss on the tutor's turns only) and verl's ``sft_loss`` on the same FSDP2
 actor that RL then continues from. Two pools (:data:`pearl_verl.tutor.styles.TEACHER_POOLS`):
 
-- ``mixed`` (the default): four teachers of distinct styles, one per dialogue in turn, unfiltered,
+- ``mixed``: four teachers of distinct styles, one per dialogue in turn, unfiltered,
   so the tiny model starts RL able to write several styles and RL selects among them by the judge;
-- ``socratic``: the scripted Socratic teacher alone, filtered as ``pearl-verl gen-sft`` filters
+- ``socratic`` (the default): the scripted Socratic teacher alone, filtered as ``pearl-verl gen-sft`` filters
   (:func:`pearl_verl.sft.filters.drop_reason`: completed, no answer leak, ...), the paper's recipe.
 """
 

@@ -20,6 +20,7 @@ from pearl_verl.dims import DIMENSIONS
 from pearl_verl.episode import TUTOR, EpisodeRecord
 from pearl_verl.eval.stats import mean_ci
 from pearl_verl.judge.features import asks_to_recheck, extract_features
+from pearl_verl.local.report import append_metrics, read_metrics
 
 OBSERVABLES: dict[str, str] = {
     "rechecks": "tutor turns that send the student back to re-check a step",
@@ -147,24 +148,14 @@ def write_dialogues(path: Path, before: HeldOut, after: HeldOut, count: int = 4)
 
 def append_heldout(path: Path, held: HeldOut, phase: str) -> None:
     """Append one evaluation (every dialogue with its scores) as a JSON line."""
-    import json
-
-    row = {"phase": phase, "step": held.step, "seeds": held.seeds, "rewards": held.rewards, "dims": held.dims,
-           "observed": held.observed, "episodes": [e.to_dict() for e in held.episodes]}
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row) + "\n")
+    append_metrics(path, {"phase": phase, "step": held.step, "seeds": held.seeds, "rewards": held.rewards,
+                          "dims": held.dims, "observed": held.observed, "episodes": [e.to_dict() for e in held.episodes]})
 
 
 def read_heldout(path: Path) -> list[tuple[str, HeldOut]]:
     """Every evaluation logged so far, in order, with its phase (``initial``, ``cold_start``, ``train``)."""
-    import json
-
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            episodes = [EpisodeRecord.from_dict(e) for e in row["episodes"]]
-            out.append((row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"], episodes)))
-    return out
+    return [
+        (row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"],
+                               [EpisodeRecord.from_dict(e) for e in row["episodes"]]))
+        for row in read_metrics(path)
+    ]
