@@ -8,12 +8,13 @@ Pages (server-rendered, no JavaScript):
   student profile, the two dialogues as "Dialogue A" and "Dialogue B"), or the done page.
 - ``POST /vote``: the overall choice, optional per-dimension choices and a comment; committed
   before the answer. A second vote on the same pair gets 409.
-- ``POST /logout``, ``GET /healthz``, ``GET /static/compare.css``.
+- ``POST /logout``: ends every session of the annotator, ``GET /healthz``, ``GET /static/compare.css``.
 
 Safety: every POST carries the session's CSRF token (403 without it); the session cookie is signed,
-``HttpOnly`` and ``SameSite=Lax``; pages show only public pair ids, never tutor names, pair ids,
-scores or anyone's votes; a strict Content-Security-Policy forbids scripts, frames and foreign
-resources, and all text is autoescaped.
+``HttpOnly`` and ``SameSite=Lax``, and holds the annotator's session generation, checked against the
+database on every request, so sign-out and a reissued access code end it server-side; pages show
+only public pair ids, never tutor names, pair ids, scores or anyone's votes; a strict
+Content-Security-Policy forbids scripts, frames and foreign resources, and all text is autoescaped.
 """
 
 from __future__ import annotations
@@ -120,13 +121,20 @@ def _store(request: Request) -> Store:
 
 
 async def current(request: Request) -> Annotator | None:
-    """The signed-in annotator, or None."""
+    """The signed-in annotator, or None (an ended session is cleared, and the sign-in page says so).
+
+    A signed cookie cannot be recalled once sent, so it is honoured only while the generation it
+    carries is still the annotator's in the database.
+    """
     annotator_id = request.session.get("annotator")
     if not isinstance(annotator_id, int):
         return None
     annotator = await run_in_threadpool(_store(request).annotator, annotator_id)
-    if annotator is None:  # a session from another study database
+    # None: a session from another study database; another generation: signed out, or a reissued code
+    if annotator is None or request.session.get("generation") != annotator.generation:
         request.session.clear()
+        request.session["ended"] = True
+        return None
     return annotator
 
 
@@ -147,7 +155,7 @@ async def home(request: Request) -> Response:
 
 @router.get("/login")
 def login_page(request: Request, token: str = "") -> HTMLResponse:
-    return page(request, "login.html", token=token)
+    return page(request, "login.html", token=token, ended=bool(request.session.pop("ended", False)))
 
 
 @router.post("/login")
@@ -158,12 +166,18 @@ async def login(request: Request) -> Response:
         raise Forbidden("This access code is not valid. Use the link or code your study organiser sent you.")
     request.session.clear()  # a fresh session (and CSRF token) per sign-in
     request.session["annotator"] = annotator.id
+    request.session["generation"] = annotator.generation
     return RedirectResponse("/compare", 303)
 
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
     await checked_form(request)
+    annotator = await current(request)
+    if annotator is not None:
+        # every session of the annotator, not only this cookie: a copy kept elsewhere (another browser,
+        # a shared school computer) must stop working too, and only a per-annotator generation can say so
+        await run_in_threadpool(_store(request).end_sessions, annotator.id)
     request.session.clear()
     return RedirectResponse("/login", 303)
 
@@ -187,8 +201,8 @@ async def vote(request: Request) -> Response:
     store = _store(request)
     form = await checked_form(request)
     annotator = await current(request)
-    if annotator is None:
-        raise Forbidden("Your session has ended; sign in again.")
+    if annotator is None:  # the vote is not stored; after signing in the same pair comes back
+        return RedirectResponse("/login", 303)
     stored = await run_in_threadpool(store.pair, text(form, "pair"))
     if stored is None:
         raise HTTPException(404, "This pair is not part of the study.")

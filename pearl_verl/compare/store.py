@@ -10,8 +10,9 @@ Tables (all prefixed ``compare_``):
   ``order_salt`` (draws the A/B orders and queues), generated on first use.
 - ``pairs``: one row per :class:`~pearl_verl.compare.pairs.ComparisonPair`; ``public_id`` is a
   random id, the only one pages show; ``body`` holds the pair's JSON.
-- ``annotators``: name, ``slot`` (0, 1, 2, ... in order of creation; sets the A/B order) and the
-  SHA-256 of the login token (the token itself is never stored).
+- ``annotators``: name, ``slot`` (0, 1, 2, ... in order of creation; sets the A/B order), the
+  SHA-256 of the login token (the token itself is never stored) and ``session_generation``, which
+  session cookies carry: advancing it (sign-out, a reissued token) ends every open session.
 - ``votes``: one per (pair, annotator), unique; ``outcome`` and ``dims`` in real terms (``a``,
   ``b``, ``tie``), ``left_side`` the real side that was displayed as A.
 """
@@ -38,11 +39,13 @@ from sqlalchemy import (
     create_engine,
     func,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
+from sqlalchemy.engine import Engine, Row
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 
 from pearl_verl.compare.order import OUTCOMES, SIDES, queue_key
 from pearl_verl.compare.pairs import ComparisonPair
@@ -78,6 +81,12 @@ annotators_table = Table(
     Column("slot", Integer, unique=True, nullable=False),
     Column("token_hash", String(64), unique=True, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("session_generation", Integer, nullable=False, server_default="0"),
+)
+# Columns added after the first release: (table, column, SQL type and default). ``create_all`` never alters an
+# existing table, so a database from an older version gets them on open.
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("compare_annotators", "session_generation", "INTEGER NOT NULL DEFAULT 0"),
 )
 votes_table = Table(
     "compare_votes",
@@ -105,6 +114,7 @@ class Annotator:
     id: int
     name: str
     slot: int
+    generation: int = 0  # the session generation: a session cookie from another generation is ended
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,32 @@ def hash_token(token: str) -> str:
 
 def _digest(pair: ComparisonPair) -> str:
     return hashlib.sha256(json.dumps(pair.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def _annotator(row: Row) -> Annotator:
+    return Annotator(row.id, row.name, row.slot, row.session_generation)
+
+
+def _missing_columns(engine: Engine) -> list[tuple[str, str, str]]:
+    """The :data:`ADDED_COLUMNS` the database lacks."""
+    inspector = inspect(engine)
+    return [added for added in ADDED_COLUMNS if added[1] not in {c["name"] for c in inspector.get_columns(added[0])}]
+
+
+def add_missing_columns(engine: Engine) -> None:
+    """Give a database created by an older version the columns added since (a no-op when up to date).
+
+    Raises:
+        DBAPIError: when a column cannot be added and is still missing.
+    """
+    for table, column, ddl in _missing_columns(engine):
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+        except DBAPIError:
+            if (table, column, ddl) in _missing_columns(engine):
+                raise
+            # else another process starting on the same database added it first
 
 
 class Store:
@@ -145,6 +181,7 @@ class Store:
             ) from exc
         try:
             metadata.create_all(self.engine)
+            add_missing_columns(self.engine)
         except OperationalError as exc:
             raise ValueError(f"cannot open the study database {url!r}: {exc.orig}") from exc
         self.session_secret = self._setting("session_secret")
@@ -212,8 +249,11 @@ class Store:
             if reissue:
                 if exists is None:
                     raise ValueError(f"no annotator named {name!r} to reissue a token for.")
+                # a new generation too: sessions signed in with the old token end with it
                 conn.execute(
-                    update(annotators_table).where(annotators_table.c.id == exists).values(token_hash=hash_token(token))
+                    update(annotators_table)
+                    .where(annotators_table.c.id == exists)
+                    .values(token_hash=hash_token(token), session_generation=annotators_table.c.session_generation + 1)
                 )
                 return token
             if exists is not None:
@@ -238,7 +278,7 @@ class Store:
     def annotators(self) -> list[Annotator]:
         with self.engine.begin() as conn:
             rows = conn.execute(select(annotators_table).order_by(annotators_table.c.slot)).all()
-        return [Annotator(r.id, r.name, r.slot) for r in rows]
+        return [_annotator(r) for r in rows]
 
     def annotator_for_token(self, token: str) -> Annotator | None:
         """The annotator a login token belongs to, or None."""
@@ -246,12 +286,21 @@ class Store:
             row = conn.execute(
                 select(annotators_table).where(annotators_table.c.token_hash == hash_token(token.strip()))
             ).first()
-        return None if row is None else Annotator(row.id, row.name, row.slot)
+        return None if row is None else _annotator(row)
 
     def annotator(self, annotator_id: int) -> Annotator | None:
         with self.engine.begin() as conn:
             row = conn.execute(select(annotators_table).where(annotators_table.c.id == annotator_id)).first()
-        return None if row is None else Annotator(row.id, row.name, row.slot)
+        return None if row is None else _annotator(row)
+
+    def end_sessions(self, annotator_id: int) -> None:
+        """End every open session of the annotator (their cookies carry the generation this advances)."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(annotators_table)
+                .where(annotators_table.c.id == annotator_id)
+                .values(session_generation=annotators_table.c.session_generation + 1)
+            )
 
     def progress(self, annotator: Annotator) -> tuple[int, int]:
         """(pairs this annotator voted on, pairs in the study)."""

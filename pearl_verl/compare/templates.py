@@ -45,6 +45,10 @@ LOGIN = """{% extends "base.html" %}
 {% block main %}
 <section class="card narrow">
   <h2>Sign in</h2>
+  {% if ended %}
+  <p class="notice">Your session has ended: you signed out (perhaps in another browser) or your access link
+    was replaced. A vote sent from it was not saved. Sign in again to go on.</p>
+  {% endif %}
   <p>Paste the access code from your invitation link (or open the link itself).</p>
   <form method="post" action="/login">
     <label for="token">Access code</label>
@@ -192,5 +196,6 @@ button.primary { background: var(--accent); color: #fff; border: 0; border-radiu
                  cursor: pointer; }
 button.link { background: none; border: 0; color: var(--accent); cursor: pointer; font: inherit; padding: 0; }
 form.inline { display: inline; }
+.notice { border-left: 3px solid var(--accent); padding: 4px 10px; background: var(--tutor); }
 input[type=password] { display: block; width: 100%; box-sizing: border-box; margin: 4px 0 12px; padding: 6px; font: inherit; }
 """

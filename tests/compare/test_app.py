@@ -1,6 +1,8 @@
-"""The web app over HTTP (no browser): sign-in, CSRF, votes in real terms, duplicates, escaping, hiding."""
+"""The web app over HTTP (no browser): sign-in, CSRF, revoked sessions, votes in real terms, duplicates, escaping,
+hiding, and the migration of an older database."""
 
 import re
+import sqlite3
 
 import pytest
 from fastapi.testclient import TestClient
@@ -10,7 +12,7 @@ from pearl_verl.compare.app import create_app
 from pearl_verl.compare.cli import _loopback
 from pearl_verl.compare.order import left_side
 from pearl_verl.compare.pairs import read_pairs
-from pearl_verl.compare.store import Store
+from pearl_verl.compare.store import Store, hash_token
 
 
 @pytest.fixture
@@ -159,3 +161,79 @@ def test_add_annotator_prints_links_and_report_needs_votes(tmp_path, capsys):
     assert Store(db).annotator_for_token(token).name == "t1"
     assert main(["compare", "report", "--db-url", db]) == 2
     assert "error: the study holds no votes yet" in capsys.readouterr().err
+
+
+def replay(store, cookies):
+    """Another client holding a copy of ``cookies`` (an old session cookie someone kept)."""
+    return TestClient(create_app(store), cookies=dict(cookies))
+
+
+def assert_revoked(store, old, page):
+    """A kept session cookie votes nothing: the vote is refused to the sign-in page and nothing is stored."""
+    stored, _ = shown(store, page.text, "alice")
+    form = {"pair": stored.public_id, "choice": "A", "csrf_token": csrf_of(page.text)}
+    response = old.post("/vote", data=form, follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (303, "/login")
+    assert store.votes() == []
+    assert "Your session has ended" in old.get("/login").text
+    assert old.get("/compare", follow_redirects=False).headers["location"] == "/login"
+
+
+def test_sign_out_ends_every_session_of_the_annotator(study):
+    store, tokens, _ = study
+    client, other_browser = TestClient(create_app(store)), TestClient(create_app(store))
+    page = sign_in(client, tokens["alice"])
+    sign_in(other_browser, tokens["alice"])
+    kept = replay(store, client.cookies)
+    assert client.post("/logout", data={"csrf_token": csrf_of(page.text)}).url.path == "/login"
+    assert_revoked(store, kept, page)
+    assert other_browser.get("/compare", follow_redirects=False).headers["location"] == "/login"
+    again = sign_in(client, tokens["alice"])  # the access code still works; only the sessions ended
+    vote = {"pair": shown(store, again.text, "alice")[0].public_id, "choice": "B", "csrf_token": csrf_of(again.text)}
+    assert client.post("/vote", data=vote).status_code == 200 and len(store.votes()) == 1
+
+
+def test_reissued_access_code_ends_open_sessions(study, capsys):
+    store, tokens, _ = study
+    client, bob = TestClient(create_app(store)), TestClient(create_app(store))
+    page = sign_in(client, tokens["alice"])
+    sign_in(bob, tokens["bob"])
+    assert main(["compare", "add-annotator", "alice", "--reissue", "--db-url", str(store.engine.url)]) == 0
+    fresh = capsys.readouterr().out.split("token=")[1].strip()
+    assert_revoked(store, client, page)
+    assert bob.get("/compare", follow_redirects=False).status_code == 200  # other annotators stay signed in
+    sign_in(client, fresh)
+    restarted = replay(Store(str(store.engine.url)), client.cookies)  # the generation is kept in the database
+    assert restarted.get("/compare", follow_redirects=False).status_code == 200
+
+
+OLD_ANNOTATORS_DDL = """CREATE TABLE compare_annotators (
+    id INTEGER NOT NULL, name VARCHAR(200) NOT NULL, slot INTEGER NOT NULL, token_hash VARCHAR(64) NOT NULL,
+    created_at DATETIME NOT NULL, PRIMARY KEY (id), UNIQUE (name), UNIQUE (slot), UNIQUE (token_hash))"""
+
+
+def test_database_of_the_previous_schema_is_migrated(hostile_run, tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:  # a study created before sessions could be revoked
+        conn.execute(OLD_ANNOTATORS_DDL)
+        conn.execute(
+            "INSERT INTO compare_annotators (name, slot, token_hash, created_at) VALUES (?, 0, ?, ?)",
+            ("alice", hash_token("old-code"), "2025-01-01 00:00:00.000000"),
+        )
+    pairs_file = tmp_path / "pairs.jsonl"
+    assert main(["compare", "build-pairs", str(hostile_run), "--out", str(pairs_file)]) == 0
+    store = Store(f"sqlite:///{db}")
+    store.load_pairs(read_pairs(pairs_file))
+    Store(f"sqlite:///{db}")  # opening it again migrates nothing twice
+    with sqlite3.connect(db) as conn:
+        assert "session_generation" in [row[1] for row in conn.execute("PRAGMA table_info(compare_annotators)")]
+    bob_code = store.add_annotator("bob")
+    client = TestClient(create_app(store))
+    page = sign_in(client, "old-code")
+    kept = replay(store, client.cookies)
+    assert client.post("/logout", data={"csrf_token": csrf_of(page.text)}).url.path == "/login"
+    assert_revoked(store, kept, page)
+    bob = TestClient(create_app(store))
+    page = sign_in(bob, bob_code)
+    vote = {"pair": shown(store, page.text, "bob")[0].public_id, "choice": "tie", "csrf_token": csrf_of(page.text)}
+    assert bob.post("/vote", data=vote).status_code == 200 and len(store.votes()) == 1

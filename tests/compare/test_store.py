@@ -38,8 +38,12 @@ def test_tokens_are_stored_hashed_and_can_be_reissued(study):
     assert token not in dump
     with pytest.raises(ValueError, match="annotator 'alice' exists; pass --reissue"):
         store.add_annotator("alice")
+    assert store.annotator_for_token(token).generation == 0
     fresh = store.add_annotator("alice", reissue=True)
     assert store.annotator_for_token(token) is None and store.annotator_for_token(fresh).name == "alice"
+    assert store.annotator_for_token(fresh).generation == 1  # sessions of the old token end with it
+    store.end_sessions(store.annotator_for_token(fresh).id)
+    assert Store(f"sqlite:///{db}").annotator_for_token(fresh).generation == 2  # kept across restarts
     with pytest.raises(ValueError, match="no annotator named 'bob'"):
         store.add_annotator("bob", reissue=True)
     assert [a.slot for a in (store.annotators())] == [0]
