@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.eval.mtb import PEDAGOGY_TASKS, TASKS, build_examples, mtb_markdown, task_metrics
     from pearl_verl.eval.rm_cli import MTB_STYLE_SYSTEM_PROMPT
     from pearl_verl.eval.runner import read_results
+    from pearl_verl.jsonl import drop_cut_tail
 
     tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else list(TASKS)
     unknown = [t for t in tasks if t not in TASKS]
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.update(len(examples) - len(todo))
     args.out.mkdir(parents=True, exist_ok=True)
+    drop_cut_tail(output)
     asyncio.run(_generate(todo, existing, backend, rm, prompt, output, args.concurrency, bar))
     if bar is not None:
         bar.close()

@@ -129,6 +129,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from pearl_verl.eval.rm import MARGINS, agreement, agreement_markdown, read_pairs, verdict_row
     from pearl_verl.eval.runner import read_results
     from pearl_verl.eval.stats import Estimate
+    from pearl_verl.jsonl import drop_cut_tail
 
     if args.concurrency < 1:
         raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
@@ -145,6 +146,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.update(len(pairs) - len(todo))
     args.out.mkdir(parents=True, exist_ok=True)
+    drop_cut_tail(output)
 
     async def score_all() -> None:
         semaphore = asyncio.Semaphore(args.concurrency)

@@ -1,7 +1,8 @@
 """Run tutors x simulators x matched items through the shared episode code, judge, and append results.
 
 Each result line is written and flushed as soon as its dialogue is judged, so a run killed at any
-moment loses at most the dialogues in flight; a line cut short by the kill is ignored. Re-running
+moment loses at most the dialogues in flight; a line cut short by the kill is ignored, and dropped
+when the run resumes (any other unreadable line is an error naming file and line). Re-running
 with the same output skips every id already there (``retry_failed`` also re-runs flagged ones; the
 last line per id wins when tables are built), so no dialogue is lost or counted twice.
 
@@ -33,7 +34,7 @@ from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.eval.protocol import EvalItem
 from pearl_verl.judge.fields import reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
-from pearl_verl.jsonl import end_with_newline
+from pearl_verl.jsonl import drop_cut_tail, read_appended
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
 
@@ -56,19 +57,23 @@ def row_ok(row: Mapping[str, Any]) -> bool:
 
 
 def read_results(path: Path) -> dict[str, dict[str, Any]]:
-    """Complete result lines by id (the last line per id wins); cut-off lines are skipped and logged."""
+    """Result lines by id (the last line per id wins); empty for a missing file.
+
+    A last line a kill cut short is skipped with a warning (:func:`pearl_verl.jsonl.read_appended`).
+
+    Raises:
+        ValueError: ``FILE:LINE: ...`` for any other line that is not a JSON object with an ``id``.
+    """
     rows: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return rows
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-                rows[str(row["id"])] = row
-            except (json.JSONDecodeError, KeyError, TypeError):
-                logger.warning("%s:%d is not a complete result line (cut off by a kill?); ignored", path, number)
+    for number, row in read_appended(path):
+        if not isinstance(row, dict):
+            kind = type(row).__name__
+            raise ValueError(f"{path}:{number}: not a JSON object but a {kind}; a result line is one object.")
+        if "id" not in row:
+            raise ValueError(f"{path}:{number}: no 'id' field; every result line has one.")
+        rows[str(row["id"])] = row
     return rows
 
 
@@ -153,7 +158,7 @@ async def run_eval(
     if on_start is not None:
         on_start(summary.skipped)
     output.parent.mkdir(parents=True, exist_ok=True)
-    end_with_newline(output)
+    drop_cut_tail(output)
     queue: asyncio.Queue[Job | None] = asyncio.Queue()
     for job in todo:
         queue.put_nowait(job)

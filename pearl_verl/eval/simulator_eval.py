@@ -25,6 +25,7 @@ from pearl_verl.episode import EpisodeRecord
 from pearl_verl.eval.annotate import PLANNED_SOURCE, Annotator, annotation_row, labelled, turns_of
 from pearl_verl.eval.runner import read_results
 from pearl_verl.eval.stats import Estimate, wilson_ci
+from pearl_verl.jsonl import drop_cut_tail
 from pearl_verl.student.diversity import diversity_report
 from pearl_verl.student.taxonomy import BEHAVIOUR_TITLES, BEHAVIOURS
 from pearl_verl.student.types import ABILITY_LEVELS, ATTEMPT_OUTCOMES
@@ -108,6 +109,7 @@ async def annotate_dialogues(
     todo = [d for d in dialogues if d.key not in done]
     semaphore = asyncio.Semaphore(concurrency)
     output.parent.mkdir(parents=True, exist_ok=True)
+    drop_cut_tail(output)
     with output.open("a", encoding="utf-8") as out:
 
         async def one(dialogue: Dialogue) -> None:

@@ -116,3 +116,32 @@ def test_bad_inputs_give_clear_errors(cx, eval_run, tmp_path, capsys):
     bad.write_text(good[0] + '\n{"pair_id": 1}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2 is not a comparison pair: KeyError"):
         read_pairs(bad)
+
+
+def _run_copy(eval_run, tmp_path, edit):
+    """A copy of ``eval_run`` whose results file is rewritten by ``edit(lines) -> text``."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text((eval_run / "manifest.json").read_text(encoding="utf-8"), encoding="utf-8")
+    lines = (eval_run / "results.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (run / "results.jsonl").write_text(edit(lines), encoding="utf-8")
+    return run
+
+
+def test_a_corrupt_middle_line_is_a_located_error_not_a_lost_pair(eval_run, tmp_path, capsys):
+    run = _run_copy(eval_run, tmp_path, lambda lines: "".join(lines[:1] + [lines[1][:40] + "\n"] + lines[2:]))
+    out = tmp_path / "p.jsonl"
+    assert main(["compare", "build-pairs", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {run / 'results.jsonl'}:2: ")
+    assert not out.exists()
+
+
+def test_a_final_line_cut_by_a_kill_is_skipped_with_a_warning(eval_run, tmp_path, capsys, caplog):
+    run = _run_copy(eval_run, tmp_path, lambda lines: "".join(lines[:-1]) + lines[-1][:40])
+    out = tmp_path / "p.jsonl"
+    assert main(["compare", "build-pairs", str(run), "--out", str(out)]) == 0
+    assert f"{out}: 2 pairs" in capsys.readouterr().out  # the cut dialogue's pair is missing, nothing else
+    last = len((eval_run / "results.jsonl").read_text(encoding="utf-8").splitlines())
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.startswith(f"{run / 'results.jsonl'}:{last}: ") and "cut off" in warning

@@ -77,12 +77,12 @@ def test_kill_minus_nine_then_rerun_loses_and_duplicates_nothing(tmp_path, fx):
     counts = Counter(r["id"] for r in rows)
     assert set(counts) == planned  # nothing lost
     assert max(counts.values()) == 1  # nothing duplicated
-    assert broken <= 1  # at most the line the kill cut short, which is ignored
+    assert broken == 0  # a line the kill cut short is dropped when the run resumes
     assert all(r["judge"]["judge_ok"] == 1 for r in rows)
     assert [r["id"] for r in rows[: len(before)]] == [r["id"] for r in before]  # finished lines kept as written
 
 
-def test_a_line_cut_short_is_ignored_and_its_dialogue_rerun(tmp_path, fx, run_cli):
+def test_a_line_cut_short_is_dropped_and_its_dialogue_rerun(tmp_path, fx, run_cli):
     out = tmp_path / "run"
     args = [
         "eval-tutor",
@@ -102,5 +102,6 @@ def test_a_line_cut_short_is_ignored_and_its_dialogue_rerun(tmp_path, fx, run_cl
     results.write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])  # a kill in the middle of a write
     assert run_cli(*args) == 0
     rows, broken = complete_lines(results)
-    assert broken == 1 and len(rows) == 3 and len({r["id"] for r in rows}) == 3
+    assert broken == 0 and len(rows) == 3 and len({r["id"] for r in rows}) == 3
+    assert [r["id"] for r in rows[:2]] == [json.loads(line)["id"] for line in lines[:2]]
     assert "| s |" in (out / "report.md").read_text() and "| 3 | 0 |" in (out / "report.md").read_text()
