@@ -117,7 +117,8 @@ def compute_pearl_advantage(
             criterion scores. Rows with ``valid=False`` are ignored and may hold NaN.
         num_turns: (bs,) number of tutor turns N_i (non-negative).
         completed: (bs,) bool, whether the episode ended normally; only completed members set N_min.
-        index: (bs,) group ids (verl's ``uid``): a list, numpy array (object or numeric) or tensor.
+        index: (bs,) group ids (verl's ``uid``): a list, numpy array (object or numeric) or tensor;
+            rows share a group when their uids share a :func:`group_key`.
         gamma: turn-count decay in (0, 1]; 1.0 disables the turn penalty.
         weights: None (1/K each), (K,) or (bs, K); non-negative, each row summing to 1.
         valid: (bs,) bool or None (all valid); False marks a failed judge call.
@@ -130,7 +131,8 @@ def compute_pearl_advantage(
 
     Raises:
         ValueError: naming the offending field, for bad shapes, non-finite values, scores
-            outside [0, 1], gamma outside (0, 1], or weights whose rows do not sum to 1.
+            outside [0, 1], gamma outside (0, 1], weights whose rows do not sum to 1, or a uid
+            that is None, NaN or a boolean (``index[i] ...``).
     """
     return compute_pearl_advantage_breakdown(
         dim_scores,
@@ -274,12 +276,17 @@ def group_zscore(
 
 
 def group_ids(index: Any, expected_len: int | None = None, device: Any = None) -> tuple[torch.Tensor, int]:
-    """Dense int64 group ids (0..G-1, in order of first appearance) for arbitrary labels, and G.
+    """Dense int64 group ids (0..G-1, in order of first appearance) of the uids in ``index``, and G.
 
-    Equal labels share an id. Hash-based (pandas.factorize): sorting 64k uuid strings, as
-    ``np.unique`` does, would take most of the estimator's time.
+    Two rows share a group exactly when their uids have the same :func:`group_key`, so a row's
+    group never depends on the other uids of the batch or on the container (list, numpy array of
+    any dtype, tensor) they come in.
+
+    Raises:
+        ValueError: for an ``index`` that is not 1-D or not ``expected_len`` long, or naming the
+            first row whose uid :func:`group_key` rejects (``index[i] ...``).
     """
-    labels = index.detach().cpu().numpy() if isinstance(index, torch.Tensor) else np.asarray(index)
+    labels = _uid_array(index)
     if labels.ndim != 1:
         raise ValueError(f"index has shape {labels.shape}; expected one group id per trajectory (1-D).")
     if expected_len is not None and labels.shape[0] != expected_len:
@@ -287,8 +294,68 @@ def group_ids(index: Any, expected_len: int | None = None, device: Any = None) -
             f"index has {labels.shape[0]} entries but dim_scores has {expected_len} rows; "
             "pass one group id (verl's uid) per trajectory."
         )
-    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    # Hash-based (pandas.factorize): sorting 64k uuid strings, as ``np.unique`` does, would take
+    # most of the estimator's time.
+    codes, uniques = pd.factorize(_canonical_labels(labels), use_na_sentinel=False)
     return torch.from_numpy(codes.astype(np.int64, copy=False)).to(device), len(uniques)
+
+
+def group_key(uid: Any) -> str:
+    """The canonical group key of one uid: its text.
+
+    A numpy scalar or a one-element tensor is first unwrapped to its Python value (``.item()``);
+    then a string is its own key and an int or float is ``str()`` of it. So ``1``,
+    ``numpy.int64(1)`` and ``"1"`` share a group, while ``1.0`` (key ``"1.0"``) does not: keys are
+    compared as text, as the ``advantage`` command always has, and verl's uids are strings
+    (``str(uuid4())``), for which the key is the uid itself.
+
+    Raises:
+        ValueError: for None and NaN (they would pool unrelated trajectories into one group), a
+            boolean (a flag passed as uid would form two groups for the whole batch), or any other
+            type (lists, dicts, bytes, ...). The message reads on from where the uid is, as in
+            ``index[3] is None: ...`` or ``FILE:LINE: uid = True is a boolean ...``.
+    """
+    if isinstance(uid, np.generic) or (isinstance(uid, torch.Tensor) and uid.numel() == 1):
+        uid = uid.item()
+    if uid is None:
+        raise ValueError("is None: every trajectory needs a group id (verl's uid); None uids would form one group.")
+    if isinstance(uid, bool):
+        raise ValueError(f"= {uid!r} is a boolean, not a group id; pass the uid (a string or an integer).")
+    if isinstance(uid, str):
+        return str(uid)
+    if isinstance(uid, int):
+        return str(int(uid))
+    if isinstance(uid, float):
+        if math.isnan(uid):
+            raise ValueError("is NaN: every trajectory needs a group id (verl's uid); NaN uids would form one group.")
+        return str(uid)
+    raise ValueError(f"= {uid!r} has type {type(uid).__name__}; a group id is a string or a number.")
+
+
+def _uid_array(index: Any) -> np.ndarray:
+    if isinstance(index, torch.Tensor):
+        return index.detach().cpu().numpy()
+    if isinstance(index, np.ndarray):
+        return index
+    # dtype=object keeps each uid as given: np.asarray([1, 2.5]) would turn 1 into 1.0, and
+    # np.asarray([1, "x"]) into "1", making a uid's key depend on the rest of the batch.
+    return np.asarray(index, dtype=object)
+
+
+def _canonical_labels(labels: np.ndarray) -> np.ndarray:
+    """``labels`` (1-D) with each uid replaced by its :func:`group_key`, or an array grouping the same."""
+    if labels.dtype.kind in "iuU":
+        return labels  # ints and strings already group as their keys (str is one-to-one on ints)
+    keys = np.empty(labels.shape[0], dtype=object)
+    for row, uid in enumerate(labels.tolist()):
+        if type(uid) is str:  # verl's uuid strings: the common case, kept cheap
+            keys[row] = uid
+            continue
+        try:
+            keys[row] = group_key(uid)
+        except ValueError as exc:
+            raise ValueError(f"index[{row}] {exc}") from None
+    return keys
 
 
 def _check_scalars(gamma: float, epsilon: float, aggregation: str, field_prefix: str = "") -> None:

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig
+from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, group_key
 from pearl_verl.metrics import advantage_metrics
 from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs, inputs_from_rows
 
@@ -44,7 +44,8 @@ def load_judged_rows(path: str | Path) -> list[dict[str, Any]]:
     """Read a JSONL file of judged dialogues.
 
     Raises:
-        ValueError: ``<file>:<line>: ...`` for a line that is not a JSON object or lacks ``uid``.
+        ValueError: ``<file>:<line>: ...`` for a line that is not a JSON object, or whose ``uid``
+            is missing or not a group id (:func:`pearl_verl.advantage.group_key`).
     """
     rows = []
     with open(path, encoding="utf-8") as handle:
@@ -59,6 +60,10 @@ def load_judged_rows(path: str | Path) -> list[dict[str, Any]]:
                 raise ValueError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}.")
             if "uid" not in row:
                 raise ValueError(f"{path}:{line_no}: missing field 'uid' (the group id of the dialogue).")
+            try:
+                group_key(row["uid"])
+            except ValueError as exc:
+                raise ValueError(f"{path}:{line_no}: uid {exc}") from None
             rows.append({**row, "_line": line_no})
     if not rows:
         raise ValueError(f"{path}: no judged dialogues found.")
@@ -69,7 +74,8 @@ def build_report(rows: list[dict[str, Any]], config: AdvantageConfig) -> Advanta
     """Run the estimator on judged rows exactly as the trainer would."""
     labels = [f"line {row.get('_line', i + 1)}" for i, row in enumerate(rows)]
     inputs = inputs_from_rows(rows, config, labels=labels)
-    breakdown = breakdown_from_inputs(inputs, [str(row["uid"]) for row in rows], config)
+    # The uids go in as read: the estimator's group_key decides the groups, as in training.
+    breakdown = breakdown_from_inputs(inputs, [row["uid"] for row in rows], config)
     metrics = advantage_metrics(inputs, breakdown, config.dims)
     return AdvantageReport(rows=rows, inputs=inputs, breakdown=breakdown, metrics=metrics, config=config)
 
@@ -83,7 +89,7 @@ def format_report(report: AdvantageReport) -> str:
     )
     lines = [header, "columns: shaped reward r~ per dimension (discretized, turn-decayed), then advantage A"]
     dims_header = " ".join(f"{d[:_COL]:>{_COL}}" for d in cfg.dims)
-    for uid, members in _groups(report.rows):
+    for uid, members in _groups(report):
         lines.append("")
         lines.append(f"group {uid} ({len(members)} dialogues)")
         lines.append(f"  {'turns':>5} {'done':>4} {'judge':>5} {dims_header} {'A':>7}  note")
@@ -110,11 +116,12 @@ def report_as_json(report: AdvantageReport) -> list[dict[str, Any]]:
     return out
 
 
-def _groups(rows: list[dict[str, Any]]) -> Iterable[tuple[str, list[int]]]:
-    order: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
-        order.setdefault(str(row["uid"]), []).append(i)
-    return order.items()
+def _groups(report: AdvantageReport) -> Iterable[tuple[str, list[int]]]:
+    """(group key, member rows) per group, as the estimator grouped them (ids in first-seen order)."""
+    members: dict[int, list[int]] = {}
+    for i, group in enumerate(report.breakdown.group.tolist()):
+        members.setdefault(group, []).append(i)
+    return [(group_key(report.rows[rows[0]]["uid"]), rows) for rows in members.values()]
 
 
 def _member_line(report: AdvantageReport, i: int) -> str:
