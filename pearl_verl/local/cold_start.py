@@ -6,10 +6,12 @@ talking with the same simulated students; the dialogues go through verl's own mu
 dataset (chat template, loss on the tutor's turns only) and verl's ``sft_loss`` on the same FSDP2
 actor that RL then continues from. Two pools (:data:`pearl_verl.tutor.styles.TEACHER_POOLS`):
 
-- ``mixed``: four teachers of distinct styles, one per dialogue in turn, unfiltered,
-  so the tiny model starts RL able to write several styles and RL selects among them by the judge;
-- ``socratic`` (the default): the scripted Socratic teacher alone, filtered as ``pearl-verl gen-sft`` filters
-  (:func:`pearl_verl.sft.filters.drop_reason`: completed, no answer leak, ...), the paper's recipe.
+- ``mixed`` (train-local's default): three teachers of distinct styles (coaching, lecturing,
+  terse), one per dialogue in turn, unfiltered, so the tiny model starts RL able to write several
+  styles and RL selects among them by the judge; ``mixed-blame`` adds a blaming teacher;
+- ``socratic``: the scripted Socratic teacher alone, filtered as ``pearl-verl gen-sft`` filters
+  (:func:`pearl_verl.sft.filters.drop_reason`: completed, no answer leak, ...), the paper's recipe
+  (its problem-specific messages are beyond the tiny model; use it with a pretrained one).
 """
 
 from __future__ import annotations
@@ -99,11 +101,14 @@ def write_sft_parquet(episodes: list[EpisodeRecord], path: Path) -> Path:
     return path
 
 
-def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size: int, max_length: int, seed: int) -> list[float]:
+def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size: int, max_length: int, seed: int,
+              lr: float | None = None) -> list[float]:
     """Run ``steps`` SFT updates with verl's ``sft_loss`` on the actor; returns the loss of each.
 
-    The actor's RL loss function is restored afterwards.
+    ``lr`` (None: the actor's) applies to these updates only; the actor's RL loss function and
+    learning rate are restored afterwards.
     """
+    from pearl_verl.local.runtime import get_learning_rate, set_learning_rate
     from verl.utils import tensordict_utils as tu
     from verl.utils.dataset.dataset_utils import SFTTensorCollator
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
@@ -114,8 +119,9 @@ def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size:
     )
     collate = SFTTensorCollator("no_padding")
     rng = np.random.default_rng(seed)
-    rl_loss = actor.loss_fn
+    rl_loss, rl_lr = actor.loss_fn, get_learning_rate(actor)
     actor.set_loss_fn(partial(sft_loss, config=None))
+    set_learning_rate(actor, rl_lr if lr is None else lr)
     losses = []
     try:
         for _ in range(steps):
@@ -130,6 +136,7 @@ def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size:
             losses.append(float(np.mean(tu.get(output, "metrics")["loss"])))
     finally:
         actor.set_loss_fn(rl_loss)
+        set_learning_rate(actor, rl_lr)
     return losses
 
 

@@ -1,18 +1,22 @@
-"""A pool of scripted teachers with distinct styles, for a cold start that RL can select from.
+"""Pools of scripted teachers with distinct styles, for a cold start that RL can select from.
 
 The paper's cold start imitates one strong teacher. A model that can only imitate one style gives
 RL nothing to choose between, and the 229K-parameter model of ``pearl-verl train-local`` cannot
 copy problem-specific steps at all. So the local demo's cold start imitates a mixed pool: each
-dialogue is held by one of these teachers, whose messages are short (at most 24 tokens of the offline
-tokenizer, train-local's per-turn cap), problem-independent templates a tiny model can learn. RL then has to discover, from the judge's rubric alone, which style earns
-reward. Like every scripted tutor they are test doubles for a teacher model, never a baseline of
-the paper, and the judge knows nothing about them.
+dialogue is held by one of these teachers, whose messages are short (at most 24 tokens of the
+offline tokenizer, train-local's per-turn cap), problem-independent templates a tiny model can
+learn. RL then has to discover, from the judge's rubric alone, which style earns reward. Like every
+scripted tutor they are test doubles for a teacher model, never a baseline of the paper, and the
+judge knows nothing about them.
 
 - ``ScriptedCoachTutor``: Socratic; asks one question per turn, asks to re-check a wrong number,
   encourages when the student is stuck, recaps and ends the session once the answer is right.
 - ``ScriptedLecturingTutor``: tells the method in a statement, never asks.
 - ``ScriptedTerseTutor``: says as little as possible.
-- ``ScriptedBlamingTutor``: points at mistakes with blaming words.
+- ``ScriptedBlamingTutor``: points at mistakes with blaming words. Only in the ``mixed-blame``
+  pool: the offline heuristic judge scores blame above silence with MathDial students (blame also
+  sends the simulated student back to its work), so RL from a pool with blame can learn to blame;
+  docs/training.md shows a run that did.
 """
 
 from __future__ import annotations
@@ -73,6 +77,8 @@ class ScriptedBlamingTutor:
 
 TEACHER_POOLS: dict[str, tuple[type[TutorPolicy], ...]] = {
     "socratic": (ScriptedSocraticTutor,),
-    "mixed": (ScriptedCoachTutor, ScriptedLecturingTutor, ScriptedTerseTutor, ScriptedBlamingTutor),
+    "mixed": (ScriptedCoachTutor, ScriptedLecturingTutor, ScriptedTerseTutor),
+    "mixed-blame": (ScriptedCoachTutor, ScriptedLecturingTutor, ScriptedTerseTutor, ScriptedBlamingTutor),
 }
-"""Cold-start teacher pools by name; dialogues are assigned to a pool's teachers in turn."""
+"""Cold-start teacher pools by name; dialogues are assigned to a pool's teachers in turn.
+``mixed`` is train-local's default; ``mixed-blame`` adds the blaming teacher."""

@@ -67,16 +67,18 @@ def test_keep_for_sft_refuses_when_nothing_passes():
         keep_for_sft([unfinished, unfinished])
 
 
-def test_the_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues():
+@pytest.mark.parametrize("pool, styles", [("mixed", 3), ("mixed-blame", 4)])
+def test_a_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues(pool, styles):
     simulator = build_simulator(StudentConfig(backend="offline"))
     samples = _samples(simulator, 2)
-    episodes = asyncio.run(teacher_dialogues(simulator, samples, 4, EpisodeLimits(6), seed=0, pool="mixed"))
+    episodes = asyncio.run(teacher_dialogues(simulator, samples, styles, EpisodeLimits(6), seed=0, pool=pool))
     openings = [next(t.text for t in e.turns if t.role == TUTOR) for e in episodes]
-    assert len(set(openings)) == len(TEACHER_POOLS["mixed"]) == 4  # each problem meets every teacher once
-    assert openings[:4] == openings[4:]  # teachers in turn, the same order for every problem
-    kept = keep_for_pool(episodes, "mixed")
+    assert len(set(openings)) == len(TEACHER_POOLS[pool]) == styles  # each problem meets every teacher once
+    assert openings[:styles] == openings[styles:]  # teachers in turn, the same order for every problem
+    assert any("wrong" in text for text in openings) == (pool == "mixed-blame")  # the default pool never blames
+    kept = keep_for_pool(episodes, pool)
     assert kept == episodes and any(not e.completed for e in kept)  # unfinished styles stay: RL must tell them apart
     failed = EpisodeRecord(samples[0].problem, samples[0].condition, episodes[0].turns, (), "student_error")
-    assert keep_for_pool([failed, episodes[0]], "mixed") == [episodes[0]]  # failed backends never become SFT data
+    assert keep_for_pool([failed, episodes[0]], pool) == [episodes[0]]  # failed backends never become SFT data
     with pytest.raises(ValueError, match="unknown-pool|not one of"):
         asyncio.run(teacher_dialogues(simulator, samples, 1, EpisodeLimits(2), seed=0, pool="unknown-pool"))
