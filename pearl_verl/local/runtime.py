@@ -117,6 +117,20 @@ def build_actor(config: DictConfig) -> Any:
     return worker
 
 
+def get_learning_rate(worker: Any) -> float:
+    """The actor optimizer's current learning rate."""
+    return worker.engine.optimizer.param_groups[0]["lr"]
+
+
+def set_learning_rate(worker: Any, lr: float) -> None:
+    """Set the actor optimizer's learning rate, in the scheduler too (its next step would undo it)."""
+    engine = worker.engine
+    for group in engine.optimizer.param_groups:
+        group["lr"] = lr
+    if engine.lr_scheduler is not None:
+        engine.lr_scheduler.base_lrs = [lr] * len(engine.optimizer.param_groups)
+
+
 def policy_state_dict(worker: Any) -> dict[str, torch.Tensor]:
     """A copy of the actor's full (unsharded) weights under Hugging Face parameter names.
 

@@ -65,7 +65,7 @@ class LocalTrainConfig:
         student_ability: ability levels the simulated students are drawn from: ``all`` or a comma
             list of low, medium, high (``high``: students who mostly solve the problem within the
             turn limit, so the completion gate opens for most dialogues).
-        lr: learning rate (None: 5e-3 for ``tiny``, 1e-5 otherwise).
+        lr: RL learning rate (None: 2.5e-3 for ``tiny``, 1e-5 otherwise).
         max_tutor_turns: tutor-turn limit per dialogue.
         max_tokens_per_turn: token cap of one tutor turn.
         response_length: token budget of a whole dialogue after the prompt (tutor + student).
@@ -74,17 +74,21 @@ class LocalTrainConfig:
         gamma: PEARL turn-decay factor.
         seed: seeds problems, students, sampling and initial weights.
         eval_problems: held-out problems (the ones after the training problems in the file) tutored
-            ``group_size`` times each, with fixed sampling seeds, before training and every
-            ``eval_every`` steps: the comparable measure of progress (0 disables).
+            ``group_size`` times each, with fixed sampling seeds, where RL starts (after the cold
+            start, or before training without one) and every ``eval_every`` steps: the comparable
+            measure of progress (0 disables).
         eval_every: evaluation interval in steps (the last step is always evaluated).
         eval_seeds: sampling seeds per evaluation; the spread of their means at the step RL starts
             from is the evaluation's own noise, which the summary sets the gain against.
         cold_start_steps: SFT steps before RL on scripted-teacher dialogues with the same simulated
             students (the paper's cold-start stage, with scripted tutors standing in for the teacher
             model); 0 starts RL from the initial weights.
-        cold_start_teachers: ``socratic`` (the scripted Socratic teacher alone, filtered as gen-sft
-            filters) or ``mixed`` (four teachers of distinct styles, unfiltered, so that RL can select
-            among the styles the model learned).
+        cold_start_teachers: ``mixed`` (coaching, lecturing and terse teachers, unfiltered, so that
+            RL can select among the styles the model learned), ``mixed-blame`` (the same and a
+            blaming teacher) or ``socratic`` (the scripted Socratic teacher alone, filtered as gen-sft
+            filters; its problem-specific steps are beyond ``tiny``).
+        cold_start_lr: SFT learning rate of the cold start (None: 5e-3 for ``tiny``, 1e-5
+            otherwise); RL then continues on the same optimizer at ``lr``.
         cold_start_dialogues: teacher dialogues per training problem for the cold start.
         save_every: checkpoint interval in steps (a final checkpoint is always written).
         prefer_gpu: use the GPU when one is visible.
@@ -111,9 +115,10 @@ class LocalTrainConfig:
     eval_problems: int = 16
     eval_every: int = 20
     eval_seeds: int = 3
-    cold_start_steps: int = 0
-    cold_start_teachers: str = "socratic"
+    cold_start_steps: int = 40
+    cold_start_teachers: str = "mixed"
     cold_start_dialogues: int = 4
+    cold_start_lr: float | None = None
     save_every: int = 10
     prefer_gpu: bool = True
 
@@ -147,7 +152,11 @@ class LocalTrainConfig:
 
     @property
     def learning_rate(self) -> float:
-        return self.lr if self.lr is not None else (5e-3 if self.model == "tiny" else 1e-5)
+        return self.lr if self.lr is not None else (2.5e-3 if self.model == "tiny" else 1e-5)
+
+    @property
+    def sft_learning_rate(self) -> float:
+        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == "tiny" else 1e-5)
 
 
 @dataclass
@@ -290,17 +299,19 @@ class LocalTrainer:
         from pearl_verl.local.cold_start import keep_for_pool, sft_steps, teacher_dialogues, write_sft_parquet
 
         c = self.config
+        t0 = time.perf_counter()
         limits = EpisodeLimits(c.max_tutor_turns)
         generated = asyncio.run(teacher_dialogues(self.simulator, self.samples, c.cold_start_dialogues, limits, c.seed,
                                                   pool=c.cold_start_teachers))
         episodes = keep_for_pool(generated, c.cold_start_teachers)
         parquet = write_sft_parquet(episodes, self.out / "cold_start" / "teacher_dialogues.parquet")
         losses = sft_steps(self.actor, self.tokenizer, parquet, c.cold_start_steps, c.batch_problems * c.group_size,
-                           c.prompt_length + c.response_length, c.seed)
+                           c.prompt_length + c.response_length, c.seed, lr=c.sft_learning_rate)
         self._weights = policy_state_dict(self.actor)
         self.server.load_weights(self._weights)
         return {"cold_start/steps": len(losses), "cold_start/loss_first": losses[0], "cold_start/loss_last": losses[-1],
-                "cold_start/dialogues": len(episodes), "cold_start/dialogues_dropped": len(generated) - len(episodes)}
+                "cold_start/dialogues": len(episodes), "cold_start/dialogues_dropped": len(generated) - len(episodes),
+                "time/cold_start_s": time.perf_counter() - t0}
 
     def step(self) -> StepResult:
         """One training step; returns its metrics and the step's dialogues."""
@@ -442,11 +453,12 @@ def run_training(
     rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
 
     def evaluate(row: dict[str, Any]) -> None:
+        t0 = time.perf_counter()
         held = trainer.evaluate()
-        row.update(held.metrics())
+        row.update(held.metrics(), **{"time/eval_s": time.perf_counter() - t0})
         append_heldout(heldout_path, held, row.get("phase", "train"))
 
-    if start == 0 and config.eval_problems:
+    if start == 0 and config.eval_problems and not config.cold_start_steps:
         first = {"step": 0, "phase": "initial"}
         evaluate(first)
         append_metrics(metrics_path, first)

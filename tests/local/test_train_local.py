@@ -12,7 +12,7 @@ from pathlib import Path
 
 SMALL = [
     "--num-problems", "2", "--batch-problems", "1", "--group-size", "2", "--max-tutor-turns", "2",
-    "--eval-problems", "1", "--eval-every", "2", "--save-every", "2", "--eval-seeds", "1",
+    "--eval-problems", "1", "--eval-every", "2", "--save-every", "2", "--eval-seeds", "1", "--cold-start-steps", "0",
 ]
 
 # Records what verl's dispatch hands out while the real command runs (the estimator by
@@ -102,14 +102,15 @@ def test_bad_settings_fail_before_any_work(tmp_path):
 
 def test_cold_start_sft_runs_before_rl_on_the_same_actor(tmp_path):
     out = tmp_path / "cold"
-    stdout = _run(["train-local", "--out-dir", str(out), "--steps", "1", "--cold-start-steps", "3",
-                   "--cold-start-dialogues", "2", "--judge", "probe", *SMALL, "--max-tutor-turns", "8"])
+    stdout = _run(["train-local", "--out-dir", str(out), "--steps", "1", "--judge", "probe", *SMALL, "--cold-start-steps", "3",
+                   "--cold-start-dialogues", "2", "--max-tutor-turns", "8", "--cold-start-lr", "1e-2", "--lr", "1e-3"])
     rows = _metrics(out)
-    assert [r.get("phase") for r in rows[:2]] == ["initial", "cold_start"]
-    cold = rows[1]
+    assert rows[0].get("phase") == "cold_start"  # RL starts from the cold start: no evaluation of random weights
+    cold = rows[0]
     assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] >= 1
     assert cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
     assert 0 < cold["cold_start/loss_last"] < cold["cold_start/loss_first"]  # SFT moved the tiny model
     assert cold["eval/dialogues"] == 2  # evaluated again after the cold start
     assert (out / "cold_start" / "teacher_dialogues.parquet").exists()
     assert [r["step"] for r in rows if "reward/mean" in r] == [1] and "held-out judge reward" in stdout
+    assert [r["actor/lr"] for r in rows if "reward/mean" in r] == [1e-3]  # RL's rate again after SFT's
