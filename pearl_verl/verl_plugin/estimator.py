@@ -2,9 +2,12 @@
 
 verl's plain dispatch (``compute_advantage``) hands an estimator only ``token_level_rewards``,
 ``response_mask``, ``config`` (the ``algorithm`` node) and ``index`` (uid). Called that way, the
-estimator falls back to the scalar reward as a single dimension (no turns, all completed). The
-``pearl_sync`` trainer mode and the legacy hook pass the per-dimension judge fields as
-``pearl_inputs``; that is the path PEARL training uses.
+estimator falls back to the scalar reward as a single dimension (no turns, all completed): the mode
+for scalar reward managers (e.g. verl's rule-based GSM8K reward). The ``pearl_sync`` trainer mode
+and the legacy hook pass the per-dimension judge fields as ``pearl_inputs``; that is the path PEARL
+training uses. A run whose reward manager is ``pearl_judge`` but whose estimator gets no
+``pearl_inputs`` stops (:func:`check_scalar_fallback`): its scalar reward counts a failed
+judgement's placeholder 0.0 as a score.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ def compute_pearl_outcome_advantage(
         )
     settings = pearl_config if pearl_config is not None else settings_from_algorithm_config(config)
     if pearl_inputs is None:
+        check_scalar_fallback(config)
         pearl_inputs = _scalar_inputs(token_level_rewards)
         settings = dataclasses.replace(settings, dims=("reward",), weights=None)
     # The judge fields live on the CPU and the math takes milliseconds there, even for 64k samples.
@@ -116,6 +120,38 @@ def scalar_advantages(
         metrics=metrics,
     )
     return scalar[:, 0]
+
+
+def check_scalar_fallback(config: Any) -> None:
+    """Refuse the scalar fallback when the run's reward manager reports PEARL's per-dimension fields.
+
+    Args:
+        config: verl's ``algorithm`` node (its root names the reward manager) or the root itself.
+
+    Raises:
+        ValueError: the reward manager is ``pearl_judge`` (the fields exist but this trainer does
+            not forward them; its scalar reward scores a failed judgement 0.0).
+    """
+    from pearl_verl.verl_plugin.reward_manager import REWARD_MANAGER_NAME
+
+    root = _root_of(config)
+    if reward_manager_name(root) != REWARD_MANAGER_NAME:
+        return
+    raise ValueError(
+        f"reward.reward_manager.name={REWARD_MANAGER_NAME} reports per-dimension judge fields, but the pearl "
+        "estimator received only the scalar reward, in which a failed judgement's placeholder 0.0 counts as a "
+        "score: verl's plain trainer does not forward the fields. Set trainer.v1.trainer_mode=pearl_sync "
+        "(V1 trainer), or launch the legacy trainer through `python -m pearl_verl.verl_plugin.main_ppo "
+        "trainer.use_v1=false ...`."
+    )
+
+
+def reward_manager_name(root: Any) -> str | None:
+    """The reward manager a verl config selects (``reward.reward_manager.name``), or None."""
+    if root is None:
+        return None
+    name = OmegaConf.select(root, "reward.reward_manager.name", default=None) if isinstance(root, DictConfig) else None
+    return str(name) if name is not None else None
 
 
 def accepts_pearl_inputs(estimator: Callable[..., Any]) -> bool:

@@ -4,7 +4,9 @@ Same Hydra config and overrides as ``python -m verl.trainer.main_ppo``. Before R
 checks that the plugin registered and that the ``pearl:`` section is valid. With
 ``trainer.use_v1=false`` it runs the legacy trainer with :func:`legacy_advantage_hook`, the opt-in
 that gives the PEARL estimator its per-dimension fields there. With the V1 trainer (default),
-use ``trainer.v1.trainer_mode=pearl_sync``; plain ``verl.trainer.main_ppo`` works as well.
+use ``trainer.v1.trainer_mode=pearl_sync``, from this entry or from plain ``verl.trainer.main_ppo``.
+Any other trainer hands the estimator the scalar reward only: with the ``pearl_judge`` reward
+manager that stops the run, here before Ray starts, elsewhere at the first advantage step.
 """
 
 from __future__ import annotations

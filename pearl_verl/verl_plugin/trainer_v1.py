@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 import transfer_queue as tq
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tensordict import TensorDict
 from transfer_queue import KVBatchMeta
 from verl.protocol import DataProto
@@ -26,7 +26,12 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_root, scalar_advantages
+from pearl_verl.verl_plugin.estimator import (
+    accepts_pearl_inputs,
+    check_scalar_fallback,
+    pearl_config_from_root,
+    scalar_advantages,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +103,9 @@ def check_pearl_trainer_config(config: DictConfig) -> None:
             "algorithm.use_kl_in_reward=False (the paper trains without KL), or add "
             "actor_rollout_ref.actor.use_kl_loss=True for a KL term in the loss."
         )
+    v1_mode = OmegaConf.select(config, "trainer.v1.trainer_mode", default=None)
+    if accepts_pearl_inputs(estimator) and config.trainer.get("use_v1", True) and v1_mode != TRAINER_MODE:
+        check_scalar_fallback(config)  # verl's other V1 modes hand the estimator the scalar reward only
 
 
 def reward_info_of(extra_fields: Any) -> Mapping[str, Any]:

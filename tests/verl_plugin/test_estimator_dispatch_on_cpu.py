@@ -98,3 +98,14 @@ def test_metrics_are_filled_when_asked():
     assert metrics["pearl/judge/failure_rate"] == 0.0
     assert metrics["pearl/reward/reward/mean"] == pytest.approx(0.5)
     assert metrics["pearl/advantage/max"] == pytest.approx(0.70710, abs=1e-4)
+
+
+def test_scalar_fallback_refuses_pearl_judge_rewards_whatever_launched_it(verl_config):
+    # plain verl.trainer.main_ppo skips pearl's checks; the first advantage step must still stop
+    data = _batch([0.9, 0.0], ["a", "a"])  # 0.0: a failed judgement's placeholder, indistinguishable here
+    judged = verl_config(["algorithm.adv_estimator=pearl", "reward.reward_manager.name=pearl_judge"])
+    with pytest.raises(ValueError, match=r"received only the scalar reward.*trainer\.v1\.trainer_mode=pearl_sync"):
+        compute_advantage(data, adv_estimator="pearl", config=judged.algorithm)
+    scalar = verl_config(["algorithm.adv_estimator=pearl", "reward.reward_manager.name=naive"])
+    out = compute_advantage(data, adv_estimator="pearl", config=scalar.algorithm)
+    assert out.batch["advantages"][0, 0] > 0 > out.batch["advantages"][1, 0]  # rule-based rewards keep the fallback

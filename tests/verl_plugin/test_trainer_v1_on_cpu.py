@@ -172,3 +172,14 @@ def test_final_session_rows():
     assert row_to_final.tolist() == [0, 0, 1, 2, 2, 3]
     with pytest.raises(ValueError, match="Unexpected TransferQueue key 'nounderscore'"):
         final_session_rows(["nounderscore"])
+
+
+def test_pearl_judge_outside_pearl_sync_is_refused_at_startup(verl_config):
+    # verl's own sync trainer hands the estimator only the scalar reward: failed judgements would count as 0.0
+    judged = ["algorithm.adv_estimator=pearl", "reward.reward_manager.name=pearl_judge"]
+    for mode in ("sync", "async"):
+        with pytest.raises(ValueError, match=r"Set trainer\.v1\.trainer_mode=pearl_sync"):
+            check_pearl_trainer_config(verl_config([*judged, f"trainer.v1.trainer_mode={mode}"]))
+    check_pearl_trainer_config(verl_config([*judged, "trainer.v1.trainer_mode=pearl_sync"]))
+    check_pearl_trainer_config(verl_config([*judged, "trainer.use_v1=false"]))  # main_ppo installs the legacy hook
+    check_pearl_trainer_config(verl_config(["algorithm.adv_estimator=pearl"]))  # a scalar reward manager: the fallback
