@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from pearl_verl import __version__
+from pearl_verl.failure_guard import TrainingStalled
 
 COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.verl_plugin.doctor_cli",
@@ -50,6 +51,9 @@ def main(
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except TrainingStalled as exc:  # not the user's input: the endpoints failed, exit 1
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl") -> argparse.ArgumentParser:

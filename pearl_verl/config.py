@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pearl_verl.advantage import AdvantageConfig
+from pearl_verl.failure_guard import FailureGuardConfig
 from pearl_verl.student.config import StudentConfig
 
 T = TypeVar("T")
@@ -52,11 +53,13 @@ class PearlConfig:
         advantage: the PEARL estimator's settings.
         agent: the tutor-student agent loop's settings.
         student: the simulated student's settings (offline CPU stand-in by default).
+        failure_guard: when to stop a run whose judge or student endpoint keeps failing.
     """
 
     advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     student: StudentConfig = field(default_factory=StudentConfig)
+    failure_guard: FailureGuardConfig = field(default_factory=FailureGuardConfig)
 
 
 def load_pearl_config(section: Mapping[str, Any] | None) -> PearlConfig:

@@ -441,8 +441,10 @@ def run_training(
     """
     from tqdm import tqdm
 
+    from pearl_verl.failure_guard import FailureGuard, TrainingStalled
     from pearl_verl.local.heldout import append_heldout, read_heldout
     from pearl_verl.local.report import append_metrics, plot_curves, read_metrics
+    from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 
     trainer = LocalTrainer(config, judge=judge)
     metrics_path, heldout_path = trainer.out / "metrics.jsonl", trainer.out / "heldout.jsonl"
@@ -469,10 +471,17 @@ def run_training(
             evaluate(cold)
         append_metrics(metrics_path, cold)
         rows.append(cold)
+    guard = FailureGuard(pearl_config_from_root(trainer.verl_config).failure_guard, resume="rerun with --resume")
     progress = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="train-local", unit="step",
                     file=progress_file)
     for _ in progress:
         result = trainer.step()
+        try:
+            guard.update(result.metrics, trainer.step_index)
+        except TrainingStalled:
+            append_metrics(metrics_path, result.metrics)
+            trainer.save()
+            raise
         if config.eval_problems and (trainer.step_index % config.eval_every == 0 or trainer.step_index == config.steps):
             evaluate(result.metrics)
         append_metrics(metrics_path, result.metrics)

@@ -160,11 +160,16 @@ def accepts_pearl_inputs(estimator: Callable[..., Any]) -> bool:
 
 
 def settings_from_algorithm_config(config: Any) -> AdvantageConfig:
-    """``pearl.advantage`` from the root of verl's config tree, or the defaults.
+    """``pearl.advantage`` from the root of verl's config tree, or the defaults."""
+    return pearl_config_from_algorithm_config(config).advantage
+
+
+def pearl_config_from_algorithm_config(config: Any) -> PearlConfig:
+    """The root ``pearl:`` section seen from verl's ``algorithm`` node, or the defaults.
 
     verl passes the ``algorithm`` node; OmegaConf nodes know their root, which holds our section.
     """
-    return pearl_config_from_root(_root_of(config)).advantage
+    return pearl_config_from_root(_root_of(config))
 
 
 def pearl_config_from_root(root: Any) -> PearlConfig:

@@ -20,8 +20,9 @@ from typing import Any
 from verl.protocol import DataProto
 from verl.trainer.ppo import core_algos, ray_trainer
 
+from pearl_verl.failure_guard import FailureGuard
 from pearl_verl.reward_fields import inputs_from_columns
-from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, settings_from_algorithm_config
+from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,12 @@ METRICS_META_KEY = "pearl_metrics"
 
 
 def pearl_compute_advantage(original: Callable[..., DataProto]) -> Callable[..., DataProto]:
-    """Wrap verl's legacy ``compute_advantage`` so PEARL-capable estimators get the judge fields."""
+    """Wrap verl's legacy ``compute_advantage`` so PEARL-capable estimators get the judge fields.
+
+    The wrapper also keeps a :class:`~pearl_verl.failure_guard.FailureGuard` (built from the first
+    call's ``pearl.failure_guard``) that stops the run when most dialogues fail step after step.
+    """
+    guards: list[FailureGuard] = []
 
     @functools.wraps(original)
     def compute_advantage(data: DataProto, adv_estimator: Any, *args: Any, config: Any = None, **kwargs: Any) -> DataProto:
@@ -39,7 +45,8 @@ def pearl_compute_advantage(original: Callable[..., DataProto]) -> Callable[...,
             estimator = None
         if estimator is None or not accepts_pearl_inputs(estimator):
             return original(data, adv_estimator, *args, config=config, **kwargs)
-        settings = settings_from_algorithm_config(config)
+        pearl_config = pearl_config_from_algorithm_config(config)
+        settings = pearl_config.advantage
         inputs = inputs_from_columns(data.non_tensor_batch, len(data), settings)
         metrics: dict[str, float] = {}
         advantages, returns = estimator(
@@ -51,6 +58,9 @@ def pearl_compute_advantage(original: Callable[..., DataProto]) -> Callable[...,
             pearl_config=settings,
             metrics=metrics,
         )
+        if not guards:
+            guards.append(FailureGuard(pearl_config.failure_guard))
+        guards[0].update(metrics)
         data.batch["advantages"] = advantages
         data.batch["returns"] = returns
         data.meta_info[METRICS_META_KEY] = metrics

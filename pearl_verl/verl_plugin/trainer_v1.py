@@ -26,6 +26,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
+from pearl_verl.failure_guard import FailureGuard
 from pearl_verl.verl_plugin.estimator import (
     accepts_pearl_inputs,
     check_scalar_fallback,
@@ -46,6 +47,7 @@ class PearlSyncTrainer(PPOTrainerSync):
     def __init__(self, config: DictConfig) -> None:
         super().__init__(config)
         self.pearl_config = pearl_config_from_root(config)
+        self.failure_guard = FailureGuard(self.pearl_config.failure_guard)
         check_pearl_trainer_config(config)
 
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
@@ -72,6 +74,7 @@ class PearlSyncTrainer(PPOTrainerSync):
             rewards=proto.batch["rm_scores"][final_rows].sum(dim=-1),
             padding=[padding[i] for i in final_rows],
         )
+        self.failure_guard.update(metrics, getattr(self, "global_steps", None))  # before the update spends time on zeros
         advantages = scalar[row_to_final].unsqueeze(-1) * proto.batch["response_mask"]
         output = {"advantages": advantages, "returns": advantages}
         if corrected:

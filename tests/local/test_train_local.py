@@ -114,3 +114,33 @@ def test_cold_start_sft_runs_before_rl_on_the_same_actor(tmp_path):
     assert (out / "cold_start" / "teacher_dialogues.parquet").exists()
     assert [r["step"] for r in rows if "reward/mean" in r] == [1] and "held-out judge reward" in stdout
     assert [r["actor/lr"] for r in rows if "reward/mean" in r] == [1e-3]  # RL's rate again after SFT's
+
+
+# The offline judge replaced by one whose endpoint is down: every judgement fails (judge_ok=0).
+DOWN = textwrap.dedent(
+    """
+    import sys
+    from pearl_verl.judge import offline
+    from pearl_verl.judge.types import JudgeResult
+
+    async def down(self, episode):
+        return JudgeResult(ok=False, error="connection refused", attempts=3)
+
+    offline.HeuristicJudge.judge = down
+    from pearl_verl.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def test_a_run_whose_judge_always_fails_stops_with_a_resumable_checkpoint(tmp_path):
+    out = tmp_path / "down"
+    command = [sys.executable, "-c", DOWN, "train-local", "--out-dir", str(out), "--steps", "10", *SMALL,
+               "--eval-problems", "0", "--save-every", "10"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: pearl/judge/failure_rate stayed above 0.5 for 3 consecutive steps (steps 1-3: 1.00")
+    assert "rerun with --resume" in error
+    assert [r["step"] for r in _metrics(out)] == [1, 2, 3]  # stopped at the third step, not the tenth
+    assert (out / "checkpoints" / "global_step_3" / "pearl_local_state.json").exists()

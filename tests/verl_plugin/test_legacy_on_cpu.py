@@ -96,3 +96,13 @@ def test_legacy_task_runner_runs_verls_trainer_inside_the_hook(monkeypatch):
     PearlLegacyTaskRunner.run(object.__new__(PearlLegacyTaskRunner), "cfg")
     assert seen == {"wrapped": True, "config": "cfg"}
     assert ray_trainer.compute_advantage is original
+
+
+def test_hook_stops_the_run_when_the_failure_rate_stays_high():
+    from pearl_verl.failure_guard import TrainingStalled
+
+    root = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {"failure_guard": {"max_failure_rate": 0.1, "patience": 2}}})
+    with legacy.legacy_advantage_hook():  # one sample in 6 failed: 0.17 > 0.1 at every step
+        ray_trainer.compute_advantage(_legacy_batch(), adv_estimator="pearl", config=root.algorithm)
+        with pytest.raises(TrainingStalled, match=r"2 consecutive steps .*0\.17, 0\.17"):
+            ray_trainer.compute_advantage(_legacy_batch(), adv_estimator="pearl", config=root.algorithm)

@@ -183,3 +183,16 @@ def test_pearl_judge_outside_pearl_sync_is_refused_at_startup(verl_config):
     check_pearl_trainer_config(verl_config([*judged, "trainer.v1.trainer_mode=pearl_sync"]))
     check_pearl_trainer_config(verl_config([*judged, "trainer.use_v1=false"]))  # main_ppo installs the legacy hook
     check_pearl_trainer_config(verl_config(["algorithm.adv_estimator=pearl"]))  # a scalar reward manager: the fallback
+
+
+def test_pearl_sync_stops_when_the_failure_rate_stays_above_the_threshold(transfer_queue, verl_config):
+    from pearl_verl.failure_guard import TrainingStalled
+
+    # SESSIONS flag one dialogue in 8 (failure rate 0.125): above 0.1, so every step counts as failing
+    trainer = _trainer(verl_config, "+pearl.failure_guard.max_failure_rate=0.1", "+pearl.failure_guard.patience=2")
+    trainer._compute_advantage(_put_sessions(transfer_queue, partition="guard1"), {})
+    with pytest.raises(TrainingStalled, match=r"stayed above 0.1 for 2 consecutive steps .*0\.12, 0\.12"):
+        trainer._compute_advantage(_put_sessions(transfer_queue, partition="guard2"), {})
+    healthy = _trainer(verl_config, "+pearl.failure_guard.patience=2")  # default threshold 0.5
+    for partition in ("guard3", "guard4", "guard5"):
+        healthy._compute_advantage(_put_sessions(transfer_queue, partition=partition), {})
