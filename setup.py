@@ -27,6 +27,7 @@ install_requires = [
     "hydra-core>=1.3",
     "omegaconf>=2.3",
     "networkx>=3.0",
+    "confusable-homoglyphs>=3.3.1",  # Unicode confusables data (in the wheel) for judge-prompt escaping
     "aiohttp>=3.9",  # the OpenAI-compatible chat client, and the local server of tests and benchmarks
     "math-verify>=0.7",
     "sacrebleu>=2.3",  # MathTutorBench's Socratic-questioning metric

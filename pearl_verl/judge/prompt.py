@@ -10,17 +10,19 @@ Layout (two chat messages):
    own tag, then a one-line reminder of the task.
 
 Unforgeable delimiters: every piece of per-dialogue text goes through :func:`escape`, which
-turns ``&``, ``<`` and ``>`` (and look-alike angle brackets) into entities and drops invisible
-formatting characters. After escaping, no turn contains a ``<``, so every tag the judge sees
-(``<dialogue>``, ``<turn ...>``) was written by this module: a tutor cannot close the dialogue
-block, open a fake rubric section, or start a fake turn. The system message tells the judge to
-treat everything inside the tags as data and to ignore instructions found there.
+turns ``&``, ``<`` and ``>`` (and every angle-bracket look-alike, found from Unicode data) into
+entities and drops format, tag and other invisible characters. After escaping, no turn contains
+a ``<``, so every tag the judge sees (``<dialogue>``, ``<turn ...>``) was written by this module:
+a tutor cannot close the dialogue block, open a fake rubric section, or start a fake turn. The
+system message tells the judge to treat everything inside the tags as data and to ignore
+instructions found there.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import sys
+import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
@@ -30,15 +32,88 @@ from pearl_verl.judge.rubric import RUBRIC, Rubric, render_rubric
 from pearl_verl.llm.types import Message
 from pearl_verl.student.types import TRAITS, StudentTurnState
 
-# Angle-bracket look-alikes a model may read as tag delimiters; escaped like the ASCII ones.
-_LOOKALIKE_LT = "\uff1c\ufe64\u2039\u3008\u27e8\u2329\u276e\u02c2"
-_LOOKALIKE_GT = "\uff1e\ufe65\u203a\u3009\u27e9\u232a\u276f\u02c3"
-# Zero-width and bidirectional formatting characters (used to hide or reorder text) and C0/C1
-# controls other than tab and newline.
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_ENTITIES = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", **{c: "&lt;" for c in _LOOKALIKE_LT}, **{c: "&gt;" for c in _LOOKALIKE_GT}}
-)
+_BRACKET_CATEGORIES = frozenset({"Ps", "Pe", "Pi", "Pf", "Sk"})
+_BRACKET_NAMES = ("ANGLE BRACKET", "ANGLE QUOTATION", "LEFT ARROWHEAD", "RIGHT ARROWHEAD")
+
+
+def _build_tables() -> tuple[dict[str, str], frozenset[int]]:
+    """The look-alike map and the removed set, from data rather than hand lists (one pass over Unicode).
+
+    Look-alikes (character -> the ASCII it reads as), three sources:
+
+    1. every source in Unicode's confusables.txt (as shipped by ``confusable_homoglyphs``, which
+       stores each line in both directions) whose skeleton contains ``<`` or ``>``: ``ᐸ`` -> ``<``,
+       ``≪`` -> ``<<``, ``⋗`` -> ``·>``;
+    2. every character whose NFKC form contains them (``＜``, ``﹤``), as a normalising tokenizer
+       sees it;
+    3. every bracket/quotation punctuation (Ps, Pe, Pi, Pf) or modifier letter (Sk) named
+       ``... ANGLE BRACKET``, ``... ANGLE QUOTATION MARK`` or ``... LEFT/RIGHT ARROWHEAD``
+       (``«``, ``《``, ``⟪``, ``❰``, ``⧼``, ``︿``, ``˱``), which confusables.txt maps to other
+       brackets or not at all: LEFT -> ``<``, RIGHT -> ``>``, doubled for DOUBLE.
+
+    Removed: every format character (category Cf: zero-width, bidi, Arabic letter mark, Mongolian
+    vowel separator, interlinear annotation, tags, ...), the whole tag block U+E0000-E007F (it can
+    spell hidden text), variation selectors (FE00-FE0F, E0100-E01EF, Mongolian 180B-180F), the
+    combining grapheme joiner U+034F, and C0/C1 controls other than tab and newline.
+    """
+    from confusable_homoglyphs.confusables import confusables_data
+
+    looks: dict[str, str] = {}
+    for key, glyphs in confusables_data.items():
+        for glyph in glyphs:
+            char = glyph["c"]
+            if ("<" in key or ">" in key) and len(char) == 1:
+                looks[char] = key
+            if ("<" in char or ">" in char) and len(key) == 1:
+                looks[key] = char
+    removed = set(range(0xE0000, 0xE0080))
+    removed.update(range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0), range(0x180B, 0x1810), [0x034F])
+    removed.update(range(0x00, 0x09), range(0x0B, 0x20), range(0x7F, 0xA0))
+    category, decomposition = unicodedata.category, unicodedata.decomposition
+    for cp in range(sys.maxunicode + 1):
+        char = chr(cp)
+        kind = category(char)
+        if kind == "Cf":
+            removed.add(cp)
+        elif kind in _BRACKET_CATEGORIES:
+            name = unicodedata.name(char, "")
+            if any(part in name for part in _BRACKET_NAMES):
+                looks.setdefault(char, ("<" if "LEFT" in name else ">") * (2 if "DOUBLE" in name else 1))
+        if decomposition(char).startswith("<"):  # a compatibility decomposition
+            nfkc = unicodedata.normalize("NFKC", char)
+            if "<" in nfkc or ">" in nfkc:
+                looks.setdefault(char, nfkc)
+    for ascii_bracket in "<>":
+        looks.pop(ascii_bracket, None)
+    return looks, frozenset(removed)
+
+
+_LINE_BREAKS = {0x2028: "\n", 0x2029: "\n"}  # LINE / PARAGRAPH SEPARATOR
+
+
+def _entities(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@lru_cache(maxsize=1)
+def escape_tables() -> tuple[dict[str, str], frozenset[int], dict[int, str | None]]:
+    """(look-alike -> what it reads as, removed code points, the translate table of :func:`escape`).
+
+    Built on first use, not at import: the pass over every code point costs about 0.25 s, which
+    commands that never build a judge prompt should not pay.
+    """
+    looks, removed = _build_tables()
+    table: dict[int, str | None] = {
+        **{ord(c): _entities(skeleton) for c, skeleton in looks.items()},
+        **dict.fromkeys(removed),
+        **_LINE_BREAKS,
+        ord("&"): "&amp;",
+        ord("<"): "&lt;",
+        ord(">"): "&gt;",
+    }
+    return looks, removed, table
+
+
 MAX_MASTERY_UNITS = 16  # per turn; a longer state is summarised so one turn cannot flood the prompt
 
 END_REASON_TEXT: dict[str, str] = {
@@ -85,11 +160,14 @@ its own merits regardless of g; g is applied afterwards.
 def escape(text: str) -> str:
     """``text`` made safe to place between the prompt's tags.
 
-    ``&``, ``<``, ``>`` and look-alike angle brackets become ``&amp;``/``&lt;``/``&gt;``;
-    zero-width, bidirectional-override and control characters (except tab and newline) are
-    removed. The result contains no ``<`` or ``>``, so it cannot open or close a tag.
+    ``&``, ``<`` and ``>`` become ``&amp;``/``&lt;``/``&gt;``; every character that reads as an
+    angle bracket (see :func:`_build_tables`) becomes the entities of what it stands for
+    (``ᐸ`` -> ``&lt;``, ``≪`` -> ``&lt;&lt;``), so ``3 ᐸ 5`` still reads as ``3 < 5``; format,
+    tag, variation-selector and control characters (except tab and newline) are removed and
+    U+2028/U+2029 become newlines. The result contains no ``<`` or ``>`` nor any look-alike, so it
+    cannot open or close a tag.
     """
-    return _INVISIBLE.sub("", text).translate(_ENTITIES)
+    return text.translate(escape_tables()[2])
 
 
 def _attr(value: object) -> str:

@@ -9,11 +9,9 @@ from hypothesis import strategies as st
 from pearl_verl.episode import DialogueTurn, EpisodeRecord
 from pearl_verl.judge.llm_judge import LLMJudge
 from pearl_verl.judge.prompt import (
-    _INVISIBLE,
-    _LOOKALIKE_GT,
-    _LOOKALIKE_LT,
     dialogue_block,
     escape,
+    escape_tables,
     judge_messages,
     prompt_text,
     shared_prefix_share,
@@ -79,9 +77,10 @@ def test_escaped_text_can_never_open_or_close_a_tag(text):
     escaped = escape(text)
     assert "<" not in escaped and ">" not in escaped
     assert not re.search("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]", escaped)
-    # Escaping loses nothing but invisible characters and the look-alike/ASCII distinction.
-    expected = _INVISIBLE.sub("", text).translate(
-        {**{ord(c): "<" for c in _LOOKALIKE_LT}, **{ord(c): ">" for c in _LOOKALIKE_GT}}
+    # Escaping loses nothing but invisible characters, the line/paragraph-separator vs newline
+    # distinction and the look-alike/ASCII distinction.
+    expected = text.translate(
+        {**{ord(c): s for c, s in escape_tables()[0].items()}, **dict.fromkeys(escape_tables()[1]), 0x2028: "\n", 0x2029: "\n"}
     )
     assert escaped.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") == expected
 
