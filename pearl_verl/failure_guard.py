@@ -3,15 +3,58 @@
 A dialogue whose judgement failed, or whose student or tutor backend failed, is flagged
 (``judge_ok=0``) and gets advantage 0. When that holds for most of a batch, step after step, every
 advantage is 0 and a run would go on for hours learning nothing, visible only in the
-``pearl/judge/failure_rate`` metric. :class:`FailureGuard` turns that into a clear error.
+``pearl/judge/failure_rate`` metric. :class:`FailureGuard` turns that into a clear error that
+names what failed, from the ``pearl/failure/<cause>_rate`` metrics of :func:`failure_cause_metrics`.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 FAILURE_RATE_KEY = "pearl/judge/failure_rate"
+
+CAUSES: dict[str, str] = {
+    "student": "the student endpoint (pearl.student.base_url; dialogues ended in student_error)",
+    "tutor": "the tutor, i.e. the policy's rollout server (dialogues ended in tutor_error)",
+    "judge": "the judge endpoint (reward.reward_kwargs.base_url; `pearl-verl doctor` checks it)",
+}
+"""What can fail, and where to look; a flagged dialogue's cause comes from its ``end_reason``."""
+
+CAUSE_KEYS: dict[str, str] = {cause: f"pearl/failure/{cause}_rate" for cause in CAUSES}
+_CAUSE_OF_END_REASON = {"student_error": "student", "tutor_error": "tutor"}
+
+
+def failure_cause_metrics(
+    end_reasons: Sequence[Any],
+    judge_ok: Sequence[Any],
+    padding: Sequence[bool] | None = None,
+) -> dict[str, float]:
+    """Share of real dialogues flagged (``judge_ok`` 0), split by what failed.
+
+    A flagged dialogue that ended in ``student_error`` or ``tutor_error`` never reached the judge,
+    so it is the student's or the tutor's; any other flagged one (including a row without an
+    episode) is the judge's. The three rates add up to ``pearl/judge/failure_rate``.
+
+    Args:
+        end_reasons: (bs,) each dialogue's ``end_reason`` (None when unknown).
+        judge_ok: (bs,) the reward field; None counts as 1, as the estimator reads a missing one.
+        padding: (bs,) True for verl's synthetic padding rows, which are left out.
+
+    Returns:
+        ``{pearl/failure/<cause>_rate: share}`` for every cause; {} without a real dialogue.
+    """
+    pads = [False] * len(judge_ok) if padding is None else padding
+    rows = [(reason, ok) for reason, ok, pad in zip(end_reasons, judge_ok, pads, strict=True) if not pad]
+    if not rows:
+        return {}
+    counts = dict.fromkeys(CAUSES, 0)
+    for reason, ok in rows:
+        if ok is not None and float(ok) <= 0.5:
+            counts[_CAUSE_OF_END_REASON.get(reason, "judge")] += 1
+    return {CAUSE_KEYS[cause]: n / len(rows) for cause, n in counts.items()}
 
 
 @dataclass(frozen=True)
@@ -47,14 +90,15 @@ class FailureGuard:
         """``resume``: how this entry point continues from its last checkpoint, for the message."""
         self.config = config
         self.resume = resume
-        self._recent: deque[tuple[int | None, float]] = deque(maxlen=max(config.patience, 1))
+        self._recent: deque[tuple[int | None, float, dict[str, float]]] = deque(maxlen=max(config.patience, 1))
 
     def update(self, metrics: dict[str, float], step: int | None = None) -> None:
         """Take one step's metrics.
 
         Args:
             metrics: the step's metrics; a step without ``pearl/judge/failure_rate`` (no real
-                sample) leaves the count as it is.
+                sample) leaves the count as it is. ``pearl/failure/<cause>_rate``, when present,
+                name what failed in the message.
             step: the step's number, for the message.
 
         Raises:
@@ -66,19 +110,32 @@ class FailureGuard:
         if rate <= self.config.max_failure_rate:
             self._recent.clear()
             return
-        self._recent.append((step, float(rate)))
+        causes = {cause: float(metrics[key]) for cause, key in CAUSE_KEYS.items() if key in metrics}
+        self._recent.append((step, float(rate), causes))
         if len(self._recent) == self.config.patience:
             raise TrainingStalled(self._message())
 
     def _message(self) -> str:
-        steps = [step for step, _ in self._recent]
+        steps = [step for step, _, _ in self._recent]
         where = f"steps {steps[0]}-{steps[-1]}" if None not in steps else f"the last {len(steps)} steps"
-        rates = ", ".join(f"{rate:.2f}" for _, rate in self._recent)
+        rates = ", ".join(f"{rate:.2f}" for _, rate, _ in self._recent)
         return (
             f"{FAILURE_RATE_KEY} stayed above {self.config.max_failure_rate:g} for {len(steps)} consecutive steps "
             f"({where}: {rates}): those dialogues are flagged judge_ok=0 and get advantage 0, so training learns "
-            "nothing. Check the judge endpoint (reward.reward_kwargs.base_url; `pearl-verl doctor`) and the student "
-            "endpoint (pearl.student.base_url; dialogues that ended in student_error or tutor_error count here too). "
-            f"Checkpoints saved so far are kept: fix the endpoint and {self.resume}. "
+            f"nothing. {self._culprits()} Fix it, then {self.resume} to continue from the last checkpoint. "
             "pearl.failure_guard.max_failure_rate and .patience tune this stop (patience=0 disables it)."
         )
+
+    def _culprits(self) -> str:
+        """What failed, by mean share of dialogues over the failing steps, largest first."""
+        shares = {
+            cause: sum(causes.get(cause, 0.0) for _, _, causes in self._recent) / len(self._recent)
+            for cause in CAUSES
+        }
+        named = sorted((share, cause) for cause, share in shares.items() if share > 0)
+        if not all(causes for _, _, causes in self._recent) or not named:
+            return (  # no cause metrics from this entry point: point at both endpoints
+                f"Check {CAUSES['judge']} and {CAUSES['student']}; dialogues that ended in tutor_error count too."
+            )
+        failed = "; ".join(f"{CAUSES[cause]}: {share:.2f}" for share, cause in reversed(named))
+        return f"What failed, as a mean share of dialogues over these steps: {failed}."

@@ -3,7 +3,14 @@
 import pytest
 
 from pearl_verl.config import load_pearl_config
-from pearl_verl.failure_guard import FAILURE_RATE_KEY, FailureGuard, FailureGuardConfig, TrainingStalled
+from pearl_verl.failure_guard import (
+    CAUSE_KEYS,
+    FAILURE_RATE_KEY,
+    FailureGuard,
+    FailureGuardConfig,
+    TrainingStalled,
+    failure_cause_metrics,
+)
 
 
 def _rates(guard, rates, first_step=1):
@@ -44,3 +51,26 @@ def test_settings_live_under_the_root_pearl_section_and_are_checked():
         FailureGuardConfig(max_failure_rate=1.0)
     with pytest.raises(ValueError, match=r"patience=-1 must be >= 0"):
         FailureGuardConfig(patience=-1)
+
+
+def test_cause_metrics_split_flagged_dialogues_by_what_failed():
+    reasons = ["student_error", "student_error", "tutor_error", "turn_limit", None, "tutor_ended", "student_error"]
+    judge_ok = [0, 0, 0, 0, 0, 1, 0]
+    padding = [False] * 6 + [True]  # verl's padding row is left out
+    got = failure_cause_metrics(reasons, judge_ok, padding)
+    assert got == {CAUSE_KEYS["student"]: 2 / 6, CAUSE_KEYS["tutor"]: 1 / 6, CAUSE_KEYS["judge"]: 2 / 6}
+    assert sum(failure_cause_metrics(["tutor_ended"] * 2, [None, 1]).values()) == 0  # a missing judge_ok is 1
+    assert failure_cause_metrics(["student_error"], [0], [True]) == {}
+
+
+def test_message_names_what_failed_largest_first():
+    guard = FailureGuard(FailureGuardConfig(max_failure_rate=0.5, patience=2))
+    step = {FAILURE_RATE_KEY: 0.9, CAUSE_KEYS["student"]: 0.8, CAUSE_KEYS["judge"]: 0.1, CAUSE_KEYS["tutor"]: 0.0}
+    guard.update(step, 4)
+    with pytest.raises(TrainingStalled) as stop:
+        guard.update({**step, CAUSE_KEYS["student"]: 0.6, CAUSE_KEYS["judge"]: 0.3}, 5)
+    message = str(stop.value)
+    assert "What failed, as a mean share of dialogues over these steps: the student endpoint" in message
+    assert message.index("student endpoint") < message.index("judge endpoint")
+    assert ": 0.70; the judge endpoint" in message and ": 0.20." in message
+    assert "tutor" not in message.split("What failed")[1].split("Fix it")[0]  # a cause that never failed is left out

@@ -28,6 +28,7 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits
+from pearl_verl.failure_guard import failure_cause_metrics
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.local.heldout import HeldOut
 from pearl_verl.local.models import prepare_model
@@ -338,6 +339,7 @@ class LocalTrainer:
         self.step_index += 1
         scored = [s for s, info in zip(scores, infos) if info["judge_ok"]]
         metrics.update(update)
+        metrics.update(failure_cause_metrics([e.end_reason for e in episodes], [info["judge_ok"] for info in infos]))
         metrics.update(timings)
         metrics.update(
             {

@@ -7,12 +7,14 @@ for scalar reward managers (e.g. verl's rule-based GSM8K reward). The ``pearl_sy
 and the legacy hook pass the per-dimension judge fields as ``pearl_inputs``; that is the path PEARL
 training uses. A run whose reward manager is ``pearl_judge`` but whose estimator gets no
 ``pearl_inputs`` stops (:func:`check_scalar_fallback`): its scalar reward counts a failed
-judgement's placeholder 0.0 as a score.
+judgement's placeholder 0.0 as a score. A config that does not say which reward manager runs gets
+a one-time warning instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -127,6 +129,8 @@ def check_scalar_fallback(config: Any) -> None:
 
     Args:
         config: verl's ``algorithm`` node (its root names the reward manager) or the root itself.
+            A config that names no reward manager (not verl's tree) is let through with a
+            one-time warning.
 
     Raises:
         ValueError: the reward manager is ``pearl_judge`` (the fields exist but this trainer does
@@ -134,8 +138,11 @@ def check_scalar_fallback(config: Any) -> None:
     """
     from pearl_verl.verl_plugin.reward_manager import REWARD_MANAGER_NAME
 
-    root = _root_of(config)
-    if reward_manager_name(root) != REWARD_MANAGER_NAME:
+    name = reward_manager_name(_root_of(config))
+    if name is None:
+        _warn_unknown_reward_manager()
+        return
+    if name != REWARD_MANAGER_NAME:
         return
     raise ValueError(
         f"reward.reward_manager.name={REWARD_MANAGER_NAME} reports per-dimension judge fields, but the pearl "
@@ -143,6 +150,15 @@ def check_scalar_fallback(config: Any) -> None:
         "score: verl's plain trainer does not forward the fields. Set trainer.v1.trainer_mode=pearl_sync "
         "(V1 trainer), or launch the legacy trainer through `python -m pearl_verl.verl_plugin.main_ppo "
         "trainer.use_v1=false ...`."
+    )
+
+
+@functools.cache  # once per process: the fallback is legitimate for scalar reward managers
+def _warn_unknown_reward_manager() -> None:
+    logger.warning(
+        "The pearl estimator got no per-dimension judge fields and a config that names no reward manager "
+        "(reward.reward_manager.name), so it z-scores the scalar reward. With the pearl_judge reward manager "
+        "that counts a failed judgement's 0.0 as a score: use trainer.v1.trainer_mode=pearl_sync."
     )
 
 

@@ -5,7 +5,9 @@ TaskRunner process, and that function hands estimators no per-sample reward fiel
 :func:`legacy_advantage_hook` both that function and ``compute_data_metrics`` are replaced, in
 memory and for the TaskRunner process only, by wrappers that forward ``non_tensor_batch``'s judge
 fields to an estimator accepting ``pearl_inputs`` and log its ``pearl/...`` metrics. Everything
-else goes to verl's originals. Start training with
+else goes to verl's originals. ``RayPPOTrainer._update_actor`` is wrapped as well, so that the
+failure guard's stop comes after the tripping step's update, with that step saved
+(:mod:`pearl_verl.verl_plugin.stall`). Start training with
 ``python -m pearl_verl.verl_plugin.main_ppo trainer.use_v1=false ...`` to get the hook.
 """
 
@@ -15,27 +17,50 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from verl.protocol import DataProto
 from verl.trainer.ppo import core_algos, ray_trainer
 
-from pearl_verl.failure_guard import FailureGuard
+from pearl_verl.config import PearlConfig
+from pearl_verl.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
 from pearl_verl.reward_fields import inputs_from_columns
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
+from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 
 logger = logging.getLogger(__name__)
 
 METRICS_META_KEY = "pearl_metrics"
+END_REASON_COLUMN = "pearl_end_reason"  # the pearl_tutor agent loop's extra field, a column here
 
 
-def pearl_compute_advantage(original: Callable[..., DataProto]) -> Callable[..., DataProto]:
+@dataclass
+class GuardState:
+    """The run's failure guard (built at the first PEARL advantage step) and its pending stop."""
+
+    guard: FailureGuard | None = None
+    stall: TrainingStalled | None = None
+
+    def update(self, pearl_config: PearlConfig, metrics: dict[str, float]) -> None:
+        """Count one step; a stop waits for the step's actor update (:func:`pearl_update_actor`)."""
+        if self.guard is None:
+            self.guard = FailureGuard(pearl_config.failure_guard)
+        try:
+            self.guard.update(metrics)
+        except TrainingStalled as stall:
+            self.stall = stall
+
+
+def pearl_compute_advantage(
+    original: Callable[..., DataProto], state: GuardState | None = None
+) -> Callable[..., DataProto]:
     """Wrap verl's legacy ``compute_advantage`` so PEARL-capable estimators get the judge fields.
 
-    The wrapper also keeps a :class:`~pearl_verl.failure_guard.FailureGuard` (built from the first
-    call's ``pearl.failure_guard``) that stops the run when most dialogues fail step after step.
+    The wrapper also feeds ``state``'s failure guard (``pearl.failure_guard`` of the first call),
+    with the ``pearl/failure/<cause>_rate`` metrics that name what failed.
     """
-    guards: list[FailureGuard] = []
+    state = state if state is not None else GuardState()
 
     @functools.wraps(original)
     def compute_advantage(data: DataProto, adv_estimator: Any, *args: Any, config: Any = None, **kwargs: Any) -> DataProto:
@@ -45,6 +70,8 @@ def pearl_compute_advantage(original: Callable[..., DataProto]) -> Callable[...,
             estimator = None
         if estimator is None or not accepts_pearl_inputs(estimator):
             return original(data, adv_estimator, *args, config=config, **kwargs)
+        if state.stall is not None:  # the stopping step never reached an actor update: stop unsaved
+            raise state.stall
         pearl_config = pearl_config_from_algorithm_config(config)
         settings = pearl_config.advantage
         inputs = inputs_from_columns(data.non_tensor_batch, len(data), settings)
@@ -58,15 +85,33 @@ def pearl_compute_advantage(original: Callable[..., DataProto]) -> Callable[...,
             pearl_config=settings,
             metrics=metrics,
         )
-        if not guards:
-            guards.append(FailureGuard(pearl_config.failure_guard))
-        guards[0].update(metrics)
+        metrics.update(_cause_metrics(data))
+        state.update(pearl_config, metrics)
         data.batch["advantages"] = advantages
         data.batch["returns"] = returns
         data.meta_info[METRICS_META_KEY] = metrics
         return data
 
     return compute_advantage
+
+
+def _cause_metrics(data: DataProto) -> dict[str, float]:
+    columns = data.non_tensor_batch
+    missing = [None] * len(data)
+    return failure_cause_metrics(columns.get(END_REASON_COLUMN, missing), columns.get("judge_ok", missing))
+
+
+def pearl_update_actor(original: Callable[..., Any], state: GuardState) -> Callable[..., Any]:
+    """Wrap ``RayPPOTrainer._update_actor``: after the update, a pending stop saves the step and raises."""
+
+    @functools.wraps(original)
+    def _update_actor(self: Any, batch: DataProto) -> Any:
+        output = original(self, batch)
+        if state.stall is not None:  # before verl's scheduled save and weight sync: ours saves this step
+            raise stop_with_checkpoint(self, state.stall)
+        return output
+
+    return _update_actor
 
 
 def pearl_data_metrics(original: Callable[..., dict]) -> Callable[..., dict]:
@@ -82,11 +127,13 @@ def pearl_data_metrics(original: Callable[..., dict]) -> Callable[..., dict]:
 
 @contextlib.contextmanager
 def legacy_advantage_hook() -> Iterator[None]:
-    """Install the two wrappers in ``verl.trainer.ppo.ray_trainer`` for the duration of a run."""
-    saved = ray_trainer.compute_advantage, ray_trainer.compute_data_metrics
-    ray_trainer.compute_advantage = pearl_compute_advantage(saved[0])
+    """Install the three wrappers in ``verl.trainer.ppo.ray_trainer`` for the duration of a run."""
+    saved = ray_trainer.compute_advantage, ray_trainer.compute_data_metrics, ray_trainer.RayPPOTrainer._update_actor
+    state = GuardState()
+    ray_trainer.compute_advantage = pearl_compute_advantage(saved[0], state)
     ray_trainer.compute_data_metrics = pearl_data_metrics(saved[1])
+    ray_trainer.RayPPOTrainer._update_actor = pearl_update_actor(saved[2], state)
     try:
         yield
     finally:
-        ray_trainer.compute_advantage, ray_trainer.compute_data_metrics = saved
+        ray_trainer.compute_advantage, ray_trainer.compute_data_metrics, ray_trainer.RayPPOTrainer._update_actor = saved

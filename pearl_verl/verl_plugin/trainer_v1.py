@@ -5,6 +5,10 @@ TransferQueue, so per-dimension scores never reach an estimator. This trainer mo
 sample's ``extra_fields["reward_extra_info"]`` (written by the reward loop) as well and passes it
 to the configured estimator when the estimator accepts ``pearl_inputs``; any other estimator
 runs through verl's own step unchanged. Select with ``trainer.v1.trainer_mode=pearl_sync``.
+
+It also runs the failure guard (``pearl.failure_guard``): when the judge, student or tutor fails for
+most dialogues step after step, the run stops at the end of the step that tripped it, after that
+step's update and with that step saved (:mod:`pearl_verl.verl_plugin.stall`).
 """
 
 from __future__ import annotations
@@ -26,13 +30,14 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from pearl_verl.failure_guard import FailureGuard
+from pearl_verl.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
 from pearl_verl.verl_plugin.estimator import (
     accepts_pearl_inputs,
     check_scalar_fallback,
     pearl_config_from_root,
     scalar_advantages,
 )
+from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +53,8 @@ class PearlSyncTrainer(PPOTrainerSync):
         super().__init__(config)
         self.pearl_config = pearl_config_from_root(config)
         self.failure_guard = FailureGuard(self.pearl_config.failure_guard)
+        self._stall: TrainingStalled | None = None
+        self._saved_step: int | None = None
         check_pearl_trainer_config(config)
 
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
@@ -59,22 +66,27 @@ class PearlSyncTrainer(PPOTrainerSync):
         data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=_FIELDS)
         nested_mask = data["response_mask"]
         uids = np.array(data.pop("uid").tolist(), dtype=object)
-        infos = [reward_info_of(fields) for fields in data.pop("extra_fields").tolist()]
+        extras = data.pop("extra_fields").tolist()
+        infos = [reward_info_of(fields) for fields in extras]
         padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
         proto = DataProto(batch=data.to_padded_tensor())
         proto, corrected = self._apply_rollout_correction(proto, metrics)
 
         final_rows, row_to_final = final_session_rows(batch.keys)
+        final_infos, final_padding = [infos[i] for i in final_rows], [padding[i] for i in final_rows]
         scalar = scalar_advantages(
             self.config.algorithm,
             uids[final_rows],
-            [infos[i] for i in final_rows],
+            final_infos,
             self.pearl_config.advantage,
             metrics=metrics,
             rewards=proto.batch["rm_scores"][final_rows].sum(dim=-1),
-            padding=[padding[i] for i in final_rows],
+            padding=final_padding,
         )
-        self.failure_guard.update(metrics, getattr(self, "global_steps", None))  # before the update spends time on zeros
+        end_reasons = [end_reason_of(extras[i]) for i in final_rows]
+        judge_ok = [info.get("judge_ok") for info in final_infos]
+        metrics.update(failure_cause_metrics(end_reasons, judge_ok, final_padding))
+        self._feed_failure_guard(metrics)
         advantages = scalar[row_to_final].unsqueeze(-1) * proto.batch["response_mask"]
         output = {"advantages": advantages, "returns": advantages}
         if corrected:
@@ -85,6 +97,23 @@ class PearlSyncTrainer(PPOTrainerSync):
         return tq.kv_batch_put(
             keys=batch.keys, partition_id=batch.partition_id, fields=TensorDict(nested, batch_size=len(batch))
         )
+
+    def _feed_failure_guard(self, metrics: dict) -> None:
+        """Count this step; a stop is kept for :meth:`on_step_end`, where the step can be saved."""
+        try:
+            self.failure_guard.update(metrics, getattr(self, "global_steps", None))
+        except TrainingStalled as stall:
+            self._stall = stall
+
+    def _save_checkpoint(self) -> None:
+        super()._save_checkpoint()
+        self._saved_step = self.global_steps  # so a stop in this step does not save it twice
+
+    def on_step_end(self) -> None:
+        """verl's weight sync, or the failure guard's stop after this step's update and checkpoint."""
+        if self._stall is not None:  # raised before the replicas wake up for a step that will not come
+            raise stop_with_checkpoint(self, self._stall, saved=self._saved_step == self.global_steps)
+        super().on_step_end()
 
     def _apply_rollout_correction(self, proto: DataProto, metrics: dict) -> tuple[DataProto, bool]:
         """verl's decoupled-mode rollout correction (IS weights, rejection), as its own step does."""
@@ -117,6 +146,11 @@ def reward_info_of(extra_fields: Any) -> Mapping[str, Any]:
         info = extra_fields.get("reward_extra_info", {})
         return info if isinstance(info, Mapping) else {}
     return {}
+
+
+def end_reason_of(extra_fields: Any) -> str | None:
+    """The ``pearl_tutor`` agent loop's ``pearl_end_reason`` from a sample's ``extra_fields``, or None."""
+    return extra_fields.get("pearl_end_reason") if isinstance(extra_fields, Mapping) else None
 
 
 def final_session_rows(keys: Sequence[str]) -> tuple[list[int], torch.Tensor]:

@@ -141,6 +141,6 @@ def test_a_run_whose_judge_always_fails_stops_with_a_resumable_checkpoint(tmp_pa
     assert proc.returncode == 1, proc.stderr[-3000:]
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("error: pearl/judge/failure_rate stayed above 0.5 for 3 consecutive steps (steps 1-3: 1.00")
-    assert "rerun with --resume" in error
+    assert "rerun with --resume" in error and "the judge endpoint" in error
     assert [r["step"] for r in _metrics(out)] == [1, 2, 3]  # stopped at the third step, not the tenth
     assert (out / "checkpoints" / "global_step_3" / "pearl_local_state.json").exists()

@@ -109,3 +109,43 @@ def test_scalar_fallback_refuses_pearl_judge_rewards_whatever_launched_it(verl_c
     scalar = verl_config(["algorithm.adv_estimator=pearl", "reward.reward_manager.name=naive"])
     out = compute_advantage(data, adv_estimator="pearl", config=scalar.algorithm)
     assert out.batch["advantages"][0, 0] > 0 > out.batch["advantages"][1, 0]  # rule-based rewards keep the fallback
+
+
+def test_v1_sync_trainers_own_advantage_step_refuses_pearl_judge_rewards(verl_config):
+    # verl's V1 `sync` mode (plain verl.trainer.main_ppo, no pearl_sync): PPOTrainer._compute_advantage
+    # builds this DataProto from TransferQueue (no reward_extra_info) and dispatches through
+    # compute_advantage_for_multi_trajectories -> get_adv_estimator_fn("pearl")
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+    rm_scores = _token_rewards([0.9, 0.0, 0.5, 0.5])  # 0.0: a failed judgement's placeholder
+    data = DataProto.from_dict(
+        tensors={"token_level_scores": rm_scores, "token_level_rewards": rm_scores,
+                 "response_mask": torch.ones(4, 5, dtype=torch.int64)},
+        non_tensors={"uid": np.array(["a", "a", "b", "b"], dtype=object)},
+    )
+    keys = ["a_0_0", "a_1_0", "b_2_0", "b_3_0"]
+
+    def step(*overrides):
+        cfg = verl_config(["algorithm.adv_estimator=pearl", "trainer.v1.trainer_mode=sync", *overrides])
+        return compute_advantage_for_multi_trajectories(
+            data, batch_keys=keys, adv_estimator=cfg.algorithm.adv_estimator, config=cfg.algorithm
+        )
+
+    with pytest.raises(ValueError, match=r"received only the scalar reward.*Set trainer\.v1\.trainer_mode=pearl_sync"):
+        step("reward.reward_manager.name=pearl_judge")
+    out = step("reward.reward_manager.name=naive")  # a scalar reward manager keeps the fallback
+    assert out.batch["advantages"][0, 0] > 0 > out.batch["advantages"][1, 0]
+
+
+def test_fallback_without_a_named_reward_manager_warns_once(caplog):
+    from pearl_verl.verl_plugin import estimator
+
+    estimator._warn_unknown_reward_manager.cache_clear()
+    fn = core_algos.get_adv_estimator_fn("pearl")
+    with caplog.at_level("WARNING", logger=estimator.__name__):
+        for _ in range(2):  # the kwargs verl's compute_advantage passes
+            fn(token_level_rewards=_token_rewards([0.9, 0.1]), response_mask=torch.ones(2, 5),
+               config=OmegaConf.create({"gamma": 1.0}), index=np.array(["a", "a"], dtype=object))
+    warnings = [r for r in caplog.records if r.name == estimator.__name__]
+    assert len(warnings) == 1 and "names no reward manager" in warnings[0].getMessage()
+    assert "trainer.v1.trainer_mode=pearl_sync" in warnings[0].getMessage()

@@ -98,11 +98,32 @@ def test_legacy_task_runner_runs_verls_trainer_inside_the_hook(monkeypatch):
     assert ray_trainer.compute_advantage is original
 
 
-def test_hook_stops_the_run_when_the_failure_rate_stays_high():
+def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monkeypatch):
     from pearl_verl.failure_guard import TrainingStalled
 
-    root = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {"failure_guard": {"max_failure_rate": 0.1, "patience": 2}}})
-    with legacy.legacy_advantage_hook():  # one sample in 6 failed: 0.17 > 0.1 at every step
-        ray_trainer.compute_advantage(_legacy_batch(), adv_estimator="pearl", config=root.algorithm)
-        with pytest.raises(TrainingStalled, match=r"2 consecutive steps .*0\.17, 0\.17"):
-            ray_trainer.compute_advantage(_legacy_batch(), adv_estimator="pearl", config=root.algorithm)
+    updated, saved = [], []
+    monkeypatch.setattr(ray_trainer.RayPPOTrainer, "_update_actor", lambda self, _: updated.append(self.global_steps))
+    monkeypatch.setattr(ray_trainer.RayPPOTrainer, "_save_checkpoint", lambda self: saved.append(self.global_steps))
+    trainer = object.__new__(ray_trainer.RayPPOTrainer)  # only what the stop reads: no workers on CPU
+    trainer.config = OmegaConf.create({"trainer": {"default_local_dir": "/ckpt"}})
+    guard = {"max_failure_rate": 0.1, "patience": 2}
+    root = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {"failure_guard": guard}})
+    batch = _legacy_batch()  # one sample in 6 failed, in the judge: 0.17 > 0.1 at every step
+    batch.non_tensor_batch["pearl_end_reason"] = np.array(["tutor_ended"] * 6, dtype=object)
+    original = ray_trainer.RayPPOTrainer._update_actor
+    with legacy.legacy_advantage_hook():
+        for step in (1, 2):  # verl's legacy fit: advantage, then the actor update
+            trainer.global_steps = step
+            data = ray_trainer.compute_advantage(batch, adv_estimator="pearl", config=root.algorithm)
+            if step == 2:
+                with pytest.raises(TrainingStalled) as stop:
+                    ray_trainer.RayPPOTrainer._update_actor(trainer, data)
+            else:
+                ray_trainer.RayPPOTrainer._update_actor(trainer, data)
+    assert ray_trainer.RayPPOTrainer._update_actor is original
+    message = str(stop.value)
+    assert "2 consecutive steps (the last 2 steps: 0.17, 0.17)" in message
+    assert "What failed, as a mean share of dialogues over these steps: the judge endpoint" in message
+    assert "Step 2 (its update done) is saved in /ckpt/global_step_2." in message
+    assert updated == [1, 2] and saved == [2]
+    assert data.meta_info[legacy.METRICS_META_KEY]["pearl/failure/judge_rate"] == pytest.approx(1 / 6)

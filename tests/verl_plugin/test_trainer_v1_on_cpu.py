@@ -41,11 +41,14 @@ def _response_mask(turns: int, seed: int) -> list[int]:
     return mask
 
 
-def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=None):
+def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=None, end_reasons=None):
     keys, fields, tags = [], [], []
     for session, (uid, ok, done, turns, scores) in enumerate(SESSIONS):
         mask = _response_mask(turns, session)
         info = {**dict(zip(DIMENSIONS, scores)), "judge_ok": ok, "completed": done, "tutor_turns": turns}
+        extra = {"reward_extra_info": info}
+        if end_reasons is not None:  # what the pearl_tutor agent loop adds next to the reward loop's info
+            extra["pearl_end_reason"] = end_reasons.get(session, "tutor_ended")
         output = AgentLoopOutput(
             prompt_ids=[5, 6, 7],
             response_ids=list(range(10, 10 + len(mask))),
@@ -53,7 +56,7 @@ def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=Non
             reward_score=0.0 if not ok else float(np.mean(scores)),
             num_turns=2 * turns + 1,
             metrics=AgentLoopMetrics(),
-            extra_fields={"reward_extra_info": info},
+            extra_fields=extra,
         )
         if old_log_probs_shift is not None:
             output.response_logprobs = [0.0] * len(mask)
@@ -185,14 +188,63 @@ def test_pearl_judge_outside_pearl_sync_is_refused_at_startup(verl_config):
     check_pearl_trainer_config(verl_config(["algorithm.adv_estimator=pearl"]))  # a scalar reward manager: the fallback
 
 
-def test_pearl_sync_stops_when_the_failure_rate_stays_above_the_threshold(transfer_queue, verl_config):
+def _stub_verl_step_end(monkeypatch):
+    """verl's checkpoint save and weight sync, recorded instead of run (no workers on CPU)."""
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    calls = {"saved": [], "synced": []}
+    monkeypatch.setattr(PPOTrainer, "_save_checkpoint", lambda self: calls["saved"].append(self.global_steps))
+    monkeypatch.setattr(PPOTrainerSync, "on_step_end", lambda self: calls["synced"].append(self.global_steps))
+    return calls
+
+
+def _run_steps(trainer, tq, steps, partition, verl_saves=()):
+    """What verl's fit does per step around the advantage step: advantage, update, save, on_step_end."""
+    for step in steps:
+        trainer.global_steps = step
+        batch = _put_sessions(tq, partition=f"{partition}{step}", end_reasons={3: "student_error"})
+        trainer._compute_advantage(batch, {})
+        if step in verl_saves:  # trainer.save_freq's checkpoint, saved before on_step_end
+            trainer._save_checkpoint()
+        trainer.on_step_end()
+
+
+def test_pearl_sync_stops_after_the_kth_failing_steps_update_with_that_step_saved(
+    transfer_queue, verl_config, monkeypatch
+):
     from pearl_verl.failure_guard import TrainingStalled
 
-    # SESSIONS flag one dialogue in 8 (failure rate 0.125): above 0.1, so every step counts as failing
-    trainer = _trainer(verl_config, "+pearl.failure_guard.max_failure_rate=0.1", "+pearl.failure_guard.patience=2")
-    trainer._compute_advantage(_put_sessions(transfer_queue, partition="guard1"), {})
-    with pytest.raises(TrainingStalled, match=r"stayed above 0.1 for 2 consecutive steps .*0\.12, 0\.12"):
-        trainer._compute_advantage(_put_sessions(transfer_queue, partition="guard2"), {})
-    healthy = _trainer(verl_config, "+pearl.failure_guard.patience=2")  # default threshold 0.5
-    for partition in ("guard3", "guard4", "guard5"):
-        healthy._compute_advantage(_put_sessions(transfer_queue, partition=partition), {})
+    calls = _stub_verl_step_end(monkeypatch)
+    # SESSIONS flag one dialogue in 8 (failure rate 0.125, a student_error): above 0.1, so every step fails
+    failing = (
+        "+pearl.failure_guard.max_failure_rate=0.1",
+        "+pearl.failure_guard.patience=2",
+        "trainer.default_local_dir=/ckpt",
+    )
+    with pytest.raises(TrainingStalled) as stop:
+        _run_steps(_trainer(verl_config, *failing), transfer_queue, [1, 2], "guard")
+    message = str(stop.value)
+    assert "stayed above 0.1 for 2 consecutive steps (steps 1-2: 0.12, 0.12)" in message
+    assert "What failed, as a mean share of dialogues over these steps: the student endpoint" in message
+    assert "relaunch with trainer.resume_mode=auto" in message
+    assert "Step 2 (its update done) is saved in /ckpt/global_step_2." in message
+    assert calls == {"saved": [2], "synced": [1]}  # step 1 went on; step 2 saved, its replicas never woken
+
+    calls["saved"].clear()
+    with pytest.raises(TrainingStalled, match="Step 2 .* is saved in"):  # verl saved step 2 itself: not twice
+        _run_steps(_trainer(verl_config, *failing), transfer_queue, [1, 2], "saved", verl_saves={2})
+    assert calls["saved"] == [2]
+
+    calls["synced"].clear()
+    _run_steps(_trainer(verl_config, "+pearl.failure_guard.patience=2"), transfer_queue, [1, 2, 3], "healthy")
+    assert calls["synced"] == [1, 2, 3]  # default threshold 0.5: 0.125 is healthy
+
+
+def test_pearl_sync_logs_what_failed(transfer_queue, verl_config):
+    metrics = {}
+    _trainer(verl_config)._compute_advantage(
+        _put_sessions(transfer_queue, partition="causes", end_reasons={3: "student_error"}), metrics
+    )
+    assert metrics["pearl/failure/student_rate"] == pytest.approx(1 / 8)
+    assert metrics["pearl/failure/judge_rate"] == metrics["pearl/failure/tutor_rate"] == 0.0
