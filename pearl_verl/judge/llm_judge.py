@@ -9,6 +9,9 @@ a failing endpoint.
 
 Self-consistency: ``samples`` completions per dialogue (one request with ``n``, or separate
 requests), aggregated per criterion by mean or median; samples that fail to parse are dropped.
+A judgement uses exactly ``samples`` completions: a server that returns fewer is asked again for
+the missing ones within the same ``parse_retries`` budget, and the judgement is flagged when they
+never come; completions beyond those asked for are counted and ignored, never averaged in.
 """
 
 from __future__ import annotations
@@ -41,16 +44,20 @@ class JudgeStats:
     Attributes:
         judged: dialogues judged.
         failed: dialogues whose judgement failed (judge_ok=0).
-        samples_requested: completions asked for (parse retries and self-consistency included).
+        samples_requested: completions asked for (parse retries, refills and self-consistency included).
+        samples_received: completions that came back, extras included.
+        samples_ignored: completions beyond those asked for (a server ignoring ``n``), dropped.
         samples_parsed: completions that satisfied the output contract.
         parse_failures: unparsable completions by :data:`pearl_verl.judge.parser.PARSE_FAILURES` reason.
         failure_reasons: failed judgements by final reason (``llm_<reason>``, ``parse_<reason>``,
-            ``internal``).
+            ``samples_short``, ``internal``).
     """
 
     judged: int = 0
     failed: int = 0
     samples_requested: int = 0
+    samples_received: int = 0
+    samples_ignored: int = 0
     samples_parsed: int = 0
     parse_failures: dict[str, int] = field(default_factory=dict)
     failure_reasons: dict[str, int] = field(default_factory=dict)
@@ -61,6 +68,35 @@ class JudgeStats:
 
 def _count(counter: dict[str, int], key: str) -> None:
     counter[key] = counter.get(key, 0) + 1
+
+
+@dataclass
+class _SampleSet:
+    """The samples of one judgement: the set being filled up to ``wanted``, and totals over sets.
+
+    Attributes:
+        wanted: samples one judgement averages (``samples``).
+        in_set: completions counted into the current set so far.
+        used: completions counted over every set (the result's ``attempts``).
+        parsed: parsed judgements of the current set.
+        last_error: the latest parse failure.
+    """
+
+    wanted: int
+    in_set: int = 0
+    used: int = 0
+    parsed: list[tuple[CriterionScore, ...]] = field(default_factory=list)
+    last_error: JudgeOutputError | None = None
+
+    @property
+    def missing(self) -> int:
+        """Samples still to ask for before the current set is full."""
+        return self.wanted - self.in_set
+
+    def start_over(self) -> None:
+        """A fresh set after one whose samples all failed to parse (a parse retry)."""
+        self.in_set = 0
+        self.parsed.clear()
 
 
 class LLMJudge:
@@ -123,70 +159,108 @@ class LLMJudge:
 
     async def _judge(self, episode: EpisodeRecord, start: float) -> JudgeResult:
         messages = judge_messages(episode, self.rubric)
-        parsed: list[tuple[CriterionScore, ...]] = []
-        attempts, last_error = 0, None
+        draws = _SampleSet(self.samples)
         for round_ in range(1 + self.parse_retries):
-            attempts += self.samples
+            if not draws.missing:
+                draws.start_over()  # the last set was full but nothing parsed: a parse retry is a new set
+            self.stats.samples_requested += draws.missing
             try:
-                completions = await self._draw(messages, round_)
+                completions = await self._draw(messages, round_, draws.missing)
             except LLMCallError as exc:
-                return self._fail(f"judge endpoint failed ({exc.reason}): {exc}", f"llm_{exc.reason}", attempts, start)
+                error = f"judge endpoint failed ({exc.reason}): {exc}"
+                return self._fail(error, f"llm_{exc.reason}", draws.used, start)
             # Yield before parsing: the request slot this call just freed wakes a queued judgement,
             # which then goes out before this parse instead of after it. Under a burst of answers
             # (a server answering a full wave at once) this keeps parsing off the requests' path.
             await asyncio.sleep(0)
             for text, finish_reason in completions:
-                try:
-                    parsed.append(parse_judgement(text, self.rubric, finish_reason))
-                except JudgeOutputError as exc:
-                    _count(self.stats.parse_failures, exc.reason)
-                    last_error = exc
-            if parsed:
+                self._parse_into(draws, text, finish_reason)
+            if draws.missing:
+                logger.debug("judge round %d: %d of %d samples so far", round_, draws.in_set, self.samples)
+            elif draws.parsed:
                 break
-            logger.debug("judge round %d: no sample parsed (%s)", round_, last_error)
-        self.stats.samples_requested += attempts
-        self.stats.samples_parsed += len(parsed)
-        if not parsed:
-            assert last_error is not None
-            return self._fail(
-                f"no parsable judge output in {attempts} sample(s): {last_error}",
-                f"parse_{last_error.reason}",
-                attempts,
-                start,
-                counted=True,
-            )
-        return result_from_samples(parsed, self.aggregate, self.rubric, attempts, time.perf_counter() - start)
+            else:
+                logger.debug("judge round %d: no sample parsed (%s)", round_, draws.last_error)
+        return self._conclude(draws, start)
 
-    async def _draw(self, messages: list[Message], round_: int) -> list[tuple[str, str | None]]:
-        """One round of samples as ``(text, finish_reason)``; raises LLMCallError if none came back."""
+    def _parse_into(self, draws: _SampleSet, text: str, finish_reason: str | None) -> None:
+        """Count one completion into the current set, parsed or with its parse failure."""
+        draws.in_set += 1
+        draws.used += 1
+        try:
+            draws.parsed.append(parse_judgement(text, self.rubric, finish_reason))
+        except JudgeOutputError as exc:
+            _count(self.stats.parse_failures, exc.reason)
+            draws.last_error = exc
+            return
+        self.stats.samples_parsed += 1
+
+    def _conclude(self, draws: _SampleSet, start: float) -> JudgeResult:
+        """The judgement once the rounds are over: a full set with a parsed sample, or a flag."""
+        if draws.missing:
+            # Averaging fewer samples than configured would silently change the estimator (more
+            # variance, a different gate majority), so a short set is a failure, not a score.
+            error = (
+                f"judge endpoint returned {draws.in_set} of {self.samples} samples within "
+                f"{1 + self.parse_retries} request round(s); not averaging fewer"
+            )
+            return self._fail(error, "samples_short", draws.used, start)
+        if not draws.parsed:
+            assert draws.last_error is not None
+            return self._fail(
+                f"no parsable judge output in {draws.used} sample(s): {draws.last_error}",
+                f"parse_{draws.last_error.reason}",
+                draws.used,
+                start,
+            )
+        latency = time.perf_counter() - start
+        return result_from_samples(draws.parsed, self.aggregate, self.rubric, draws.used, latency)
+
+    async def _draw(self, messages: list[Message], round_: int, count: int) -> list[tuple[str, str | None]]:
+        """``count`` new samples as ``(text, finish_reason)``, fewer if the server sent fewer.
+
+        Raises:
+            LLMCallError: when no sample came back.
+        """
+        offset = round_ * self.samples  # a set seed moves on per round, so a refill is a new draw
         if self.samples_per_request:
-            result = await self.backend.chat(messages, self._seeded(round_ * self.samples))
+            result = await self.backend.chat(messages, self._seeded(offset, count))
             reasons = result.finish_reasons or (None,) * len(result.texts)
-            return list(zip(result.texts, reasons, strict=False))
-        calls = [self.backend.chat(messages, self._seeded(round_ * self.samples + i)) for i in range(self.samples)]
+            return self._keep(list(zip(result.texts, reasons, strict=False)), count)
+        return await self._draw_apart(messages, offset, count)
+
+    async def _draw_apart(self, messages: list[Message], offset: int, count: int) -> list[tuple[str, str | None]]:
+        """``count`` samples as separate requests; one that failed for good is just missing."""
+        calls = [self.backend.chat(messages, self._seeded(offset + i, 1)) for i in range(count)]
         results = await asyncio.gather(*calls, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for error in errors:
             if not isinstance(error, LLMCallError):
                 raise error
-        completions = [
-            (r.text, r.finish_reasons[0] if r.finish_reasons else None)
-            for r in results
-            if not isinstance(r, BaseException)
-        ]
-        if not completions:
+        answers = [r for r in results if not isinstance(r, BaseException)]
+        if not answers:
             raise errors[0]
-        return completions
+        self._note_received(sum(len(r.texts) for r in answers), len(answers))
+        return [(r.text, r.finish_reasons[0] if r.finish_reasons else None) for r in answers]
 
-    def _seeded(self, offset: int) -> SamplingConfig:
-        """The sampling of one request; a set seed moves on per request so retries are new draws."""
-        if self.sampling.seed is None:
-            return self.sampling
-        return dataclasses.replace(self.sampling, seed=self.sampling.seed + offset)
+    def _keep(self, completions: list[tuple[str, str | None]], count: int) -> list[tuple[str, str | None]]:
+        """The first ``count`` completions of one response; the rest are counted and dropped."""
+        kept = completions[:count]
+        self._note_received(len(completions), len(kept))
+        return kept
 
-    def _fail(self, error: str, reason: str, attempts: int, start: float, counted: bool = False) -> JudgeResult:
-        if not counted:
-            self.stats.samples_requested += attempts
+    def _note_received(self, received: int, kept: int) -> None:
+        self.stats.samples_received += received
+        if received > kept:
+            self.stats.samples_ignored += received - kept
+            logger.warning("judge endpoint returned %d samples for %d asked for; ignored the rest", received, kept)
+
+    def _seeded(self, offset: int, n: int) -> SamplingConfig:
+        """The sampling of one request for ``n`` samples; a set seed moves on per request (new draws)."""
+        seed = None if self.sampling.seed is None else self.sampling.seed + offset
+        return dataclasses.replace(self.sampling, seed=seed, n=n)
+
+    def _fail(self, error: str, reason: str, attempts: int, start: float) -> JudgeResult:
         self.stats.failed += 1
         _count(self.stats.failure_reasons, reason)
         logger.warning("judgement failed (%s): %s", reason, error)

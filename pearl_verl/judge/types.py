@@ -39,7 +39,8 @@ class JudgeResult:
         gate: the completion indicator g (1 complete, 0 incomplete); None when not ok.
         criteria: every criterion verdict, ungated.
         error: why it failed, when not ok.
-        attempts: judge calls made (parse retries and self-consistency samples included).
+        attempts: judge completions received and used (parse retries and self-consistency samples
+            included; extra completions a server sent beyond those asked for are not).
         latency_s: wall time of the judgement.
     """
 

@@ -80,11 +80,12 @@ def test_self_consistency_in_one_request_drops_unparsable_samples(episode, make_
 
 
 def test_self_consistency_as_separate_requests_with_distinct_seeds(episode, make_output):
+    """A request that failed for good leaves a sample missing: it is asked for again, with a new seed."""
     backend = ScriptedChatBackend(_queue(LLMCallError("x", "http_500", 4), make_output(), make_output()))
     judge = LLMJudge(backend, SamplingConfig(temperature=0.3, seed=11), samples=3, samples_per_request=False)
     result = _judge(episode, judge)
-    assert result.ok and len(backend.calls) == 3
-    assert sorted(call[1].seed for call in backend.calls) == [11, 12, 13]
+    assert result.ok and result.attempts == 3 and len(backend.calls) == 4
+    assert sorted(call[1].seed for call in backend.calls) == [11, 12, 13, 14]
     assert all(call[1].n == 1 for call in backend.calls)
 
 
@@ -160,3 +161,46 @@ def test_a_freed_request_slot_sends_the_next_judgement_before_this_one_is_parsed
         results = asyncio.run(both())
     assert all(r.ok for r in results)
     assert events == ["request", "request", "parse", "parse"]
+
+
+def _server_judge(server, samples, parse_retries):
+    config = JudgeConfig(
+        base_url=server.base_url, model="m", samples=samples, parse_retries=parse_retries, max_retries=0
+    )
+    return build_judge(config)
+
+
+def _leak_score(result):
+    return next(c.score for c in result.criteria if c.criterion == "final_answer")
+
+
+def test_a_server_short_of_samples_is_asked_for_the_missing_ones(episode, make_output):
+    """n=3 answered with one choice per request: the judge asks for 2, then 1, and averages all 3."""
+    leaks = iter([0, 2, 2])
+    with LocalChatServer(lambda body: Reply(texts=(make_output({"leak.final_answer": next(leaks)}),))) as server:
+        judge = _server_judge(server, samples=3, parse_retries=2)
+        result = _judge(episode, judge)
+    assert [body["n"] for body in server.requests] == [3, 2, 1]
+    assert result.ok and result.attempts == 3 and _leak_score(result) == pytest.approx(2 / 3)
+    assert (judge.stats.samples_requested, judge.stats.samples_received) == (6, 3)
+
+
+def test_a_server_still_short_of_samples_flags_the_judgement(episode, make_output):
+    """Fewer samples than asked after the retry budget: flagged, never an average of fewer."""
+    with LocalChatServer(lambda body: Reply(texts=(make_output(),))) as server:
+        judge = _server_judge(server, samples=3, parse_retries=1)
+        result = _judge(episode, judge)
+    assert [body["n"] for body in server.requests] == [3, 2]
+    assert not result.ok and result.dims is None and result.attempts == 2
+    assert "2 of 3 samples" in result.error and judge.stats.failure_reasons == {"samples_short": 1}
+
+
+def test_extra_choices_are_ignored_not_averaged(episode, make_output):
+    """Three choices for n=1: the first is the judgement, the other two are counted and dropped."""
+    texts = tuple(make_output({"leak.final_answer": score}) for score in (0, 2, 2))
+    with LocalChatServer(lambda body: Reply(texts=texts)) as server:
+        judge = _server_judge(server, samples=1, parse_retries=2)
+        result = _judge(episode, judge)
+    assert len(server.requests) == 1 and server.requests[0]["n"] == 1
+    assert result.ok and result.attempts == 1 and _leak_score(result) == 0.0
+    assert (judge.stats.samples_received, judge.stats.samples_ignored, judge.stats.samples_parsed) == (3, 2, 1)
