@@ -11,7 +11,9 @@ there (with ``retry_failed``, only those with ``judge_ok=1``), so a killed run r
 stopped; a line cut short by the kill is ignored and judged again.
 
 A malformed input line becomes an output line with ``judge_ok=0`` and its error; it never stops
-the run.
+the run. An episode that ended in a tutor or student backend error is flagged the same way without
+a judge call (:func:`pearl_verl.judge.fields.should_judge`), and ``retry_failed`` leaves it alone:
+no call could change it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
 from pearl_verl.episode import EpisodeRecord
-from pearl_verl.judge.fields import reward_info
+from pearl_verl.judge.fields import reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.jsonl import end_with_newline
 
@@ -35,15 +37,19 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class BatchSummary:
-    """What one run did.
+    """What one run did, and what the output now holds for the input's ids.
 
     Attributes:
         total: input lines.
         skipped: lines already judged in the output (resume).
-        judged: lines judged in this run.
-        ok: judged lines with ``judge_ok=1``.
-        failed: judged lines with ``judge_ok=0`` (endpoint failure, unparsable output, bad input).
-        dim_sums: per-dimension sums over ok lines (for means).
+        judged: lines written in this run (``ok + failed + flagged``).
+        ok: written lines with ``judge_ok=1``.
+        failed: written lines whose judgement failed (endpoint failure, unparsable or short output,
+            bad input line).
+        flagged: written lines not judged because the episode ended in a backend error.
+        skipped_failed: skipped lines whose stored judgement failed (kept without ``retry_failed``).
+        skipped_flagged: skipped lines whose episode ended in a backend error.
+        dim_sums: per-dimension sums over this run's ok lines (for means).
     """
 
     total: int = 0
@@ -51,11 +57,29 @@ class BatchSummary:
     judged: int = 0
     ok: int = 0
     failed: int = 0
+    flagged: int = 0
+    skipped_failed: int = 0
+    skipped_flagged: int = 0
     dim_sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(DIMENSIONS, 0.0))
 
     def means(self) -> dict[str, float]:
         """Per-dimension means over this run's ok lines (empty when none)."""
         return {d: s / self.ok for d, s in self.dim_sums.items()} if self.ok else {}
+
+    @property
+    def failed_in_output(self) -> int:
+        """Input ids whose latest judgement in the output failed, this run's and earlier runs'."""
+        return self.failed + self.skipped_failed
+
+    @property
+    def flagged_in_output(self) -> int:
+        """Input ids not judged because their episode ended in a backend error."""
+        return self.flagged + self.skipped_flagged
+
+    @property
+    def ok_in_output(self) -> int:
+        """Input ids with a judgement (``judge_ok=1``) in the output."""
+        return self.total - self.failed_in_output - self.flagged_in_output
 
 
 @dataclass(frozen=True)
@@ -66,10 +90,10 @@ class _Item:
     error: str | None
 
 
-def done_ids(output: Path, retry_failed: bool) -> set[str]:
-    """Ids already in ``output`` (only ``judge_ok=1`` ones when ``retry_failed``); the last line per id wins."""
+def stored_status(output: Path) -> dict[str, int]:
+    """``judge_ok`` of each id already in ``output``; the last line per id wins."""
     if not output.exists():
-        return set()
+        return {}
     status: dict[str, int] = {}
     with output.open(encoding="utf-8") as handle:
         for number, text in enumerate(handle, start=1):
@@ -78,7 +102,22 @@ def done_ids(output: Path, retry_failed: bool) -> set[str]:
                 status[str(row["id"])] = int(row[JUDGE_OK_KEY])
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 logger.warning("%s:%d is not a complete result line (cut off by a kill?); ignored", output, number)
-    return {key for key, ok in status.items() if ok or not retry_failed}
+    return status
+
+
+def done_ids(output: Path, retry_failed: bool) -> set[str]:
+    """Ids already in ``output`` (only ``judge_ok=1`` ones when ``retry_failed``); the last line per id wins."""
+    return {key for key, ok in stored_status(output).items() if ok or not retry_failed}
+
+
+def not_judged_reason(episode: EpisodeRecord | None) -> str | None:
+    """Why an episode is flagged without a judge call (its backend failed), or None to judge it.
+
+    A missing episode (a malformed line) is not covered: it carries its own parse error.
+    """
+    if episode is None or should_judge(episode):
+        return None
+    return f"not judged: episode ended with {episode.end_reason}"
 
 
 def read_items(path: Path) -> Iterator[_Item]:
@@ -119,7 +158,7 @@ def result_row(item: _Item, result: JudgeResult | None, with_criteria: bool) -> 
     row: dict[str, Any] = {"id": item.id, "line": item.line, **reward_info(item.episode, result)}
     row["gate"] = result.gate if result is not None else None
     row["attempts"] = result.attempts if result is not None else 0
-    row["error"] = item.error if result is None else result.error
+    row["error"] = (item.error or not_judged_reason(item.episode)) if result is None else result.error
     if with_criteria and result is not None:
         row["criteria"] = [
             {
@@ -150,7 +189,8 @@ async def judge_file(
         input_path: dialogues, one JSON object per line.
         output_path: results, appended (created if missing).
         concurrency: dialogues judged at once.
-        retry_failed: judge again the ids whose last result has ``judge_ok=0``.
+        retry_failed: judge again the ids whose last result has ``judge_ok=0`` (except episodes
+            flagged for a backend error: no call could change them).
         with_criteria: also write the criterion scores and rationales.
         on_done: called with each written row (progress bars, tests).
 
@@ -159,7 +199,7 @@ async def judge_file(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency={concurrency} must be >= 1.")
-    skip = done_ids(output_path, retry_failed)
+    stored = stored_status(output_path)
     summary = BatchSummary()
     queue: asyncio.Queue[_Item | None] = asyncio.Queue(maxsize=2 * concurrency)
     output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,7 +212,7 @@ async def judge_file(
                 row = result_row(item, result, with_criteria)
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 out.flush()
-                _count(summary, row)
+                _count(summary, item, row)
                 if on_done is not None:
                     on_done(row)
 
@@ -180,8 +220,8 @@ async def judge_file(
         try:
             for item in read_items(input_path):
                 summary.total += 1
-                if item.id in skip:
-                    summary.skipped += 1
+                if _already_done(item, stored.get(item.id), retry_failed):
+                    _count_skipped(summary, item, stored[item.id])
                     continue
                 await queue.put(item)
         finally:
@@ -191,8 +231,28 @@ async def judge_file(
     return summary
 
 
+def _already_done(item: _Item, stored_ok: int | None, retry_failed: bool) -> bool:
+    """Whether the output's row for ``item`` stands (``stored_ok`` None: it has none)."""
+    if stored_ok is None:
+        return False
+    if stored_ok or not retry_failed:
+        return True
+    # A backend-failed episode would be flagged again without a call: rewriting its row changes nothing.
+    return not_judged_reason(item.episode) is not None
+
+
+def _count_skipped(summary: BatchSummary, item: _Item, stored_ok: int) -> None:
+    summary.skipped += 1
+    if stored_ok:
+        return
+    if not_judged_reason(item.episode) is not None:
+        summary.skipped_flagged += 1
+    else:
+        summary.skipped_failed += 1
+
+
 async def _judge_one(judge: TutoringJudge, item: _Item) -> JudgeResult | None:
-    if item.episode is None:
+    if item.episode is None or not should_judge(item.episode):
         return None
     try:
         return await judge.judge(item.episode)
@@ -201,12 +261,14 @@ async def _judge_one(judge: TutoringJudge, item: _Item) -> JudgeResult | None:
         return JudgeResult(ok=False, error=f"judge raised {type(exc).__name__}: {exc}")
 
 
-def _count(summary: BatchSummary, row: dict[str, Any]) -> None:
+def _count(summary: BatchSummary, item: _Item, row: dict[str, Any]) -> None:
     summary.judged += 1
     if row[JUDGE_OK_KEY]:
         summary.ok += 1
         for dimension in DIMENSIONS:
             summary.dim_sums[dimension] += row[dimension]
+    elif not_judged_reason(item.episode) is not None:
+        summary.flagged += 1
     else:
         summary.failed += 1
 

@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
+
+if TYPE_CHECKING:
+    from pearl_verl.judge.batch import BatchSummary
 
 _DEFAULTS = JudgeConfig(backend="offline")
 
@@ -75,6 +78,8 @@ def run_judge(args: argparse.Namespace) -> int:
     )
     if not args.input.exists():
         raise ValueError(f"input file {args.input} does not exist.")
+    if not _has_lines(args.input):
+        raise ValueError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
     judge = build_judge(config)
     progress = _progress(args.no_progress)
     summary = asyncio.run(
@@ -90,15 +95,58 @@ def run_judge(args: argparse.Namespace) -> int:
     )
     if progress is not None:
         progress.close()
+    _report(summary, args.output)
+    ignored = getattr(getattr(judge, "stats", None), "samples_ignored", 0)
+    if ignored:
+        print(f"note: the endpoint returned {ignored} samples beyond those asked for (n); they were ignored")
+    if args.backend == "offline":
+        print("note: offline heuristic judge (a CPU test double), not the paper's judge")
+    code, message = _verdict(summary, args.output)
+    if message is not None:
+        print(message, file=sys.stderr)
+    return code
+
+
+def _has_lines(path: Path) -> bool:
+    """Whether ``path`` holds a non-blank line (stops at the first one)."""
+    with path.open(encoding="utf-8") as handle:
+        return any(line.strip() for line in handle)
+
+
+def _report(summary: BatchSummary, output: Path) -> None:
+    """The run's summary lines on stdout."""
+    flagged = f", {summary.flagged} not judged (episode ended in a backend error)" if summary.flagged else ""
     print(
-        f"{args.output}: {summary.judged} judged ({summary.ok} ok, {summary.failed} failed), "
+        f"{output}: {summary.ok + summary.failed} judged ({summary.ok} ok, {summary.failed} failed){flagged}, "
         f"{summary.skipped} already done, {summary.total} in input"
     )
     if summary.ok:
         print("means over this run: " + json.dumps({k: round(v, 4) for k, v in summary.means().items()}))
-    if args.backend == "offline":
-        print("note: offline heuristic judge (a CPU test double), not the paper's judge")
-    return 0 if summary.failed == 0 else 1
+
+
+def _verdict(summary: BatchSummary, output: Path) -> tuple[int, str | None]:
+    """Exit code and error line of a run, from what ``output`` holds for the input's ids.
+
+    The code reflects the output, not just this run, so a resumed run that judged nothing new still
+    exits 1 while stored judgements have failed. Episodes that ended in a backend error cannot be
+    fixed by judging again and do not fail the run, unless they leave no judgement at all.
+
+    Args:
+        summary: the run's summary.
+        output: the results file, for the message.
+
+    Returns:
+        ``(0, None)`` when every judgeable dialogue has a judgement, else ``(1, "error: ...")``.
+    """
+    ok, failed, flagged = summary.ok_in_output, summary.failed_in_output, summary.flagged_in_output
+    retry = "see their 'error' field, fix the cause and re-run with --retry-failed"
+    if failed and not ok:
+        return 1, f"error: every judgement in {output} failed ({failed} dialogues); {retry}"
+    if failed:
+        return 1, f"error: {failed} of {ok + failed} dialogues in {output} have a failed judgement; {retry}"
+    if flagged and not ok:
+        return 1, f"error: no dialogue in {output} was judged: all {flagged} ended in a tutor or student backend error"
+    return 0, None
 
 
 def _progress(disabled: bool) -> Any:

@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
     )
     items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
+    if not items:
+        raise ValueError(f"no problems in {args.problems}.")  # eval-tutor's wording, and exit code 2
     simulator = build_simulator(config)
     jobs = make_jobs(items, args.ability, args.seed)
     episodes = asyncio.run(

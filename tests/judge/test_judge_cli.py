@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from pearl_verl import cli
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge import judge_cli
 from pearl_verl.judge.batch import done_ids, judge_file
@@ -131,3 +132,83 @@ def test_cli_reports_config_errors_as_values():
     args = _parser().parse_args(["judge", "x.jsonl", "-o", "y.jsonl", "--backend", "llm"])
     with pytest.raises(ValueError, match="needs base_url and model"):
         args.handler(args)
+
+
+def _main(*argv):
+    """``pearl-verl judge ...`` as the console script runs it (ValueError -> exit 2)."""
+    return cli.main([str(a) for a in argv], modules=("pearl_verl.judge.judge_cli",))
+
+
+def _llm_args(source, out, server, *extra):
+    return ("judge", source, "-o", out, "--base-url", server.base_url, "--model", "m", "--max-retries", "0",
+            "--no-progress", *extra)  # fmt: skip
+
+
+def test_backend_failed_episodes_are_flagged_without_a_judge_call(tmp_path, make_episode, make_output, capsys):
+    texts = ["What is 3 times 4?", "12", "Good.", "10", "Yes!"]
+    episodes = [
+        make_episode(["Student 0", *texts]),
+        make_episode(["Student 1", *texts], end_reason="student_error"),
+        make_episode(["Student 2", *texts], end_reason="tutor_error"),
+    ]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+    with LocalChatServer(lambda body: make_output()) as server:
+        assert _main(*_llm_args(source, out, server)) == 0
+        assert len(server.requests) == 1  # only the dialogue that ended normally went to the endpoint
+        rows = {r["id"]: r for r in _rows(out)}
+        for key, reason in (("d1", "student_error"), ("d2", "tutor_error")):
+            assert (rows[key]["judge_ok"], rows[key]["attempts"], rows[key]["gate"]) == (0, 0, None)
+            assert rows[key]["error"] == f"not judged: episode ended with {reason}"
+        assert rows["d0"]["judge_ok"] == 1
+        assert "1 judged (1 ok, 0 failed), 2 not judged (episode ended in a backend error)" in capsys.readouterr().out
+        # --retry-failed retries what a call could fix, not episodes that failed before judging.
+        assert _main(*_llm_args(source, out, server, "--retry-failed")) == 0
+        assert len(server.requests) == 1 and len(_rows(out)) == 3
+
+
+def test_a_run_exits_1_while_its_output_holds_a_failed_judgement(tmp_path, make_episode, make_output, capsys):
+    episodes = [make_episode([f"Student {i}", "What is 3 times 4?", "12"], end_reason="turn_limit") for i in range(2)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+    down = {"Student 1"}
+
+    def respond(body):
+        return Reply(status=500) if any(s in body["messages"][1]["content"] for s in down) else make_output()
+
+    with LocalChatServer(respond) as server:
+        assert _main(*_llm_args(source, out, server)) == 1
+        capsys.readouterr()
+        assert _main(*_llm_args(source, out, server)) == 1  # resumed: the stored failure still stands
+        assert "1 of 2 dialogues" in capsys.readouterr().err and len(server.requests) == 2
+        down.clear()
+        assert _main(*_llm_args(source, out, server, "--retry-failed")) == 0
+
+
+def test_a_run_whose_judgements_all_failed_exits_1_fresh_or_resumed(tmp_path, make_episode, capsys):
+    episodes = [make_episode([f"Student {i}", "What is 3 times 4?", "12"], end_reason="turn_limit") for i in range(3)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+    with LocalChatServer(lambda body: Reply(status=500)) as server:
+        for _ in range(2):  # fresh, then resumed with nothing left to do
+            assert _main(*_llm_args(source, out, server)) == 1
+            err = capsys.readouterr().err
+            assert f"every judgement in {out} failed (3 dialogues)" in err and "--retry-failed" in err
+        assert len(server.requests) == 3
+
+
+def test_a_short_self_consistency_set_is_flagged_in_the_output(tmp_path, make_episode, make_output, capsys):
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, [make_episode(["Student 0", "What is 3 times 4?", "12", "Good.", "10", "Yes!"])])
+    with LocalChatServer(lambda body: Reply(texts=(make_output(),))) as server:  # one choice whatever n says
+        assert _main(*_llm_args(source, out, server, "--samples", "3", "--parse-retries", "0")) == 1
+    (row,) = _rows(out)
+    assert (row["judge_ok"], row["attempts"]) == (0, 1) and "1 of 3 samples" in row["error"]
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_input_is_an_error(tmp_path, capsys, content):
+    source, out = tmp_path / "empty.jsonl", tmp_path / "out.jsonl"
+    source.write_text(content)
+    assert _main("judge", source, "-o", out, "--backend", "offline", "--no-progress") == 2
+    assert capsys.readouterr().err == f"error: no dialogues in {source}.\n" and not out.exists()

@@ -76,3 +76,14 @@ def test_command_errors(data_dir):
         _run(str(data_dir / "gsm8k" / "test.jsonl"), "--limit", "1", "--tutor", "endpoint")
     with pytest.raises(ValueError, match="need an endpoint"):
         _run(str(data_dir / "gsm8k" / "test.jsonl"), "--limit", "1", "--backend", "llm")
+
+
+def test_an_empty_problem_file_is_an_error(tmp_path, capsys):
+    """Like ``eval-tutor``: no problems is a usage error (exit 2, one line), not an empty report."""
+    from pearl_verl import cli
+
+    source, out = tmp_path / "empty.jsonl", tmp_path / "turns.jsonl"
+    source.write_text("")
+    code = cli.main(["simulate", str(source), "--out", str(out)], modules=("pearl_verl.student.simulate_cli",))
+    assert code == 2 and capsys.readouterr().err == f"error: no problems in {[str(source)]}.\n"
+    assert not out.exists()
