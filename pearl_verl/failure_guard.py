@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
+
 FAILURE_RATE_KEY = "pearl/judge/failure_rate"
 
 CAUSES: dict[str, str] = {
@@ -24,7 +26,8 @@ CAUSES: dict[str, str] = {
 """What can fail, and where to look; a flagged dialogue's cause comes from its ``end_reason``."""
 
 CAUSE_KEYS: dict[str, str] = {cause: f"pearl/failure/{cause}_rate" for cause in CAUSES}
-_CAUSE_OF_END_REASON = {"student_error": "student", "tutor_error": "tutor"}
+# ``student_error`` -> ``student``: the backend failures that flag a dialogue without a judge call
+_CAUSE_OF_END_REASON = {reason: reason.removesuffix("_error") for reason in FAILED_EPISODE_REASONS}
 
 
 def failure_cause_metrics(

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import torch
 
 from pearl_verl.advantage import AdvantageBreakdown
+from pearl_verl.failure_guard import FAILURE_RATE_KEY
 from pearl_verl.reward_fields import PearlInputs
 
 
@@ -37,7 +38,7 @@ def advantage_metrics(
     scored = inputs.valid & counted
     n_scored = int(scored.sum())
     metrics = {
-        "pearl/judge/failure_rate": 1.0 - n_scored / total,
+        FAILURE_RATE_KEY: 1.0 - n_scored / total,
         "pearl/episode/completed_rate": inputs.completed[counted].double().mean().item(),
         "pearl/episode/tutor_turns/mean": inputs.num_turns[counted].mean().item(),
         "pearl/advantage/groups_without_contrast": float(breakdown.groups_without_contrast),

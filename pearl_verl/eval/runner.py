@@ -32,7 +32,7 @@ from pearl_verl.dims import JUDGE_OK_KEY
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.eval.protocol import EvalItem
-from pearl_verl.judge.fields import reward_info, should_judge
+from pearl_verl.judge.fields import not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.jsonl import drop_cut_tail, read_appended
 from pearl_verl.student.types import StudentSimulator
@@ -211,7 +211,7 @@ async def _run_job(
         info: dict[str, Any] = reward_info(episode, result)
         info["gate"] = result.gate if result is not None else None
         info["attempts"] = result.attempts if result is not None else 0
-        info["error"] = result.error if result is not None else f"not judged: episode ended with {episode.end_reason}"
+        info["error"] = result.error if result is not None else not_judged_reason(episode)
         row["judge"] = info
     row["elapsed_s"] = time.perf_counter() - start
     return row

@@ -28,7 +28,7 @@ from typing import Any
 
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
 from pearl_verl.episode import EpisodeRecord
-from pearl_verl.judge.fields import reward_info, should_judge
+from pearl_verl.judge.fields import not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.jsonl import end_with_newline
 
@@ -108,16 +108,6 @@ def stored_status(output: Path) -> dict[str, int]:
 def done_ids(output: Path, retry_failed: bool) -> set[str]:
     """Ids already in ``output`` (only ``judge_ok=1`` ones when ``retry_failed``); the last line per id wins."""
     return {key for key, ok in stored_status(output).items() if ok or not retry_failed}
-
-
-def not_judged_reason(episode: EpisodeRecord | None) -> str | None:
-    """Why an episode is flagged without a judge call (its backend failed), or None to judge it.
-
-    A missing episode (a malformed line) is not covered: it carries its own parse error.
-    """
-    if episode is None or should_judge(episode):
-        return None
-    return f"not judged: episode ended with {episode.end_reason}"
 
 
 def read_items(path: Path) -> Iterator[_Item]:

@@ -26,6 +26,16 @@ def should_judge(episode: EpisodeRecord | None) -> bool:
     return episode is not None and episode.end_reason not in FAILED_EPISODE_REASONS
 
 
+def not_judged_reason(episode: EpisodeRecord | None) -> str | None:
+    """Why an episode is flagged without a judge call (its backend failed), or None to judge it.
+
+    A missing episode (a malformed line) is not covered: it carries its own parse error.
+    """
+    if episode is None or should_judge(episode):
+        return None
+    return f"not judged: episode ended with {episode.end_reason}"
+
+
 def reward_info(episode: EpisodeRecord | None, result: JudgeResult | None) -> dict[str, float | int]:
     """The reward fields of one dialogue.
 

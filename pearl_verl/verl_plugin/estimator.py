@@ -164,9 +164,9 @@ def _warn_unknown_reward_manager() -> None:
 
 def reward_manager_name(root: Any) -> str | None:
     """The reward manager a verl config selects (``reward.reward_manager.name``), or None."""
-    if root is None:
+    if not isinstance(root, DictConfig):
         return None
-    name = OmegaConf.select(root, "reward.reward_manager.name", default=None) if isinstance(root, DictConfig) else None
+    name = OmegaConf.select(root, "reward.reward_manager.name", default=None)
     return str(name) if name is not None else None
 
 
