@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import InputError
 
 AGGREGATIONS = ("advantage", "reward")
 NUM_BINS = 5
@@ -60,7 +61,7 @@ class AdvantageConfig:
         _check_scalars(self.gamma, self.epsilon, self.aggregation, field_prefix="pearl.advantage.")
         dims = tuple(self.dims)
         if not dims or len(set(dims)) != len(dims) or not all(isinstance(d, str) and d for d in dims):
-            raise ValueError(
+            raise InputError(
                 f"pearl.advantage.dims={list(dims)!r} must be a non-empty list of distinct names; "
                 f"the default is {list(DIMENSIONS)}."
             )
@@ -68,7 +69,7 @@ class AdvantageConfig:
         if self.weights is not None:
             weights = tuple(float(w) for w in self.weights)
             if len(weights) != len(dims):
-                raise ValueError(
+                raise InputError(
                     f"pearl.advantage.weights has {len(weights)} entries but dims has {len(dims)} "
                     f"({list(dims)}); give one weight per dimension or leave weights unset for 1/K."
                 )
@@ -130,7 +131,7 @@ def compute_pearl_advantage(
         (bs,) float32 advantages on the device of ``dim_scores``.
 
     Raises:
-        ValueError: naming the offending field, for bad shapes, non-finite values, scores
+        InputError: naming the offending field, for bad shapes, non-finite values, scores
             outside [0, 1], gamma outside (0, 1], weights whose rows do not sum to 1, or a uid
             that is None, NaN or a boolean (``index[i] ...``).
     """
@@ -283,14 +284,14 @@ def group_ids(index: Any, expected_len: int | None = None, device: Any = None) -
     any dtype, tensor) they come in.
 
     Raises:
-        ValueError: for an ``index`` that is not 1-D or not ``expected_len`` long, or naming the
+        InputError: for an ``index`` that is not 1-D or not ``expected_len`` long, or naming the
             first row whose uid :func:`group_key` rejects (``index[i] ...``).
     """
     labels = _uid_array(index)
     if labels.ndim != 1:
-        raise ValueError(f"index has shape {labels.shape}; expected one group id per trajectory (1-D).")
+        raise InputError(f"index has shape {labels.shape}; expected one group id per trajectory (1-D).")
     if expected_len is not None and labels.shape[0] != expected_len:
-        raise ValueError(
+        raise InputError(
             f"index has {labels.shape[0]} entries but dim_scores has {expected_len} rows; "
             "pass one group id (verl's uid) per trajectory."
         )
@@ -310,7 +311,7 @@ def group_key(uid: Any) -> str:
     (``str(uuid4())``), for which the key is the uid itself.
 
     Raises:
-        ValueError: for None and NaN (they would pool unrelated trajectories into one group), a
+        InputError: for None and NaN (they would pool unrelated trajectories into one group), a
             boolean (a flag passed as uid would form two groups for the whole batch), or any other
             type (lists, dicts, bytes, ...). The message reads on from where the uid is, as in
             ``index[3] is None: ...`` or ``FILE:LINE: uid = True is a boolean ...``.
@@ -318,18 +319,18 @@ def group_key(uid: Any) -> str:
     if isinstance(uid, np.generic) or (isinstance(uid, torch.Tensor) and uid.numel() == 1):
         uid = uid.item()
     if uid is None:
-        raise ValueError("is None: every trajectory needs a group id (verl's uid); None uids would form one group.")
+        raise InputError("is None: every trajectory needs a group id (verl's uid); None uids would form one group.")
     if isinstance(uid, bool):
-        raise ValueError(f"= {uid!r} is a boolean, not a group id; pass the uid (a string or an integer).")
+        raise InputError(f"= {uid!r} is a boolean, not a group id; pass the uid (a string or an integer).")
     if isinstance(uid, str):
         return str(uid)
     if isinstance(uid, int):
         return str(int(uid))
     if isinstance(uid, float):
         if math.isnan(uid):
-            raise ValueError("is NaN: every trajectory needs a group id (verl's uid); NaN uids would form one group.")
+            raise InputError("is NaN: every trajectory needs a group id (verl's uid); NaN uids would form one group.")
         return str(uid)
-    raise ValueError(f"= {uid!r} has type {type(uid).__name__}; a group id is a string or a number.")
+    raise InputError(f"= {uid!r} has type {type(uid).__name__}; a group id is a string or a number.")
 
 
 def _uid_array(index: Any) -> np.ndarray:
@@ -354,20 +355,20 @@ def _canonical_labels(labels: np.ndarray) -> np.ndarray:
         try:
             keys[row] = group_key(uid)
         except ValueError as exc:
-            raise ValueError(f"index[{row}] {exc}") from None
+            raise InputError(f"index[{row}] {exc}") from None
     return keys
 
 
 def _check_scalars(gamma: float, epsilon: float, aggregation: str, field_prefix: str = "") -> None:
     if not (isinstance(gamma, int | float) and 0.0 < float(gamma) <= 1.0):
-        raise ValueError(
+        raise InputError(
             f"{field_prefix}gamma={gamma!r} must lie in (0, 1]: it is the per-turn decay factor "
             "(paper: 0.98; 1.0 switches the turn penalty off)."
         )
     if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"{field_prefix}epsilon={epsilon!r} must be a positive finite number (default 1e-6).")
+        raise InputError(f"{field_prefix}epsilon={epsilon!r} must be a positive finite number (default 1e-6).")
     if aggregation not in AGGREGATIONS:
-        raise ValueError(
+        raise InputError(
             f"{field_prefix}aggregation={aggregation!r} is not one of {list(AGGREGATIONS)}: "
             "'advantage' is PEARL, 'reward' is the mean-reward baseline."
         )
@@ -383,9 +384,9 @@ def _to_tensor(values: Any, device: Any) -> torch.Tensor:
 def _as_float_matrix(dim_scores: Any) -> torch.Tensor:
     scores = _to_tensor(dim_scores, None)
     if scores.dtype == torch.bool or scores.is_complex():
-        raise ValueError(f"dim_scores has dtype {scores.dtype}; pass float scores in [0, 1].")
+        raise InputError(f"dim_scores has dtype {scores.dtype}; pass float scores in [0, 1].")
     if scores.ndim != 2 or scores.shape[1] == 0:
-        raise ValueError(
+        raise InputError(
             f"dim_scores has shape {tuple(scores.shape)}; expected (bs, K) with K >= 1 "
             "(one column per reward dimension)."
         )
@@ -395,7 +396,7 @@ def _as_float_matrix(dim_scores: Any) -> torch.Tensor:
 def _as_vector(values: Any, name: str, bs: int, device: Any, dtype: torch.dtype) -> torch.Tensor:
     tensor = _to_tensor(values, device)
     if tensor.shape != (bs,):
-        raise ValueError(f"{name} has shape {tuple(tensor.shape)}; expected ({bs},), one entry per trajectory.")
+        raise InputError(f"{name} has shape {tuple(tensor.shape)}; expected ({bs},), one entry per trajectory.")
     return tensor.to(dtype)
 
 
@@ -404,7 +405,7 @@ def _as_flags(values: Any, name: str, bs: int, device: Any) -> torch.Tensor:
     bad = ~((tensor == 0) | (tensor == 1))
     if bool(bad.any()):
         row = int(bad.nonzero()[0, 0])
-        raise ValueError(f"{name}[{row}] = {tensor[row].item()!r}; {name} must be boolean (True/False or 1/0).")
+        raise InputError(f"{name}[{row}] = {tensor[row].item()!r}; {name} must be boolean (True/False or 1/0).")
     return tensor.bool()
 
 
@@ -415,7 +416,7 @@ def _as_weights(weights: Any, bs: int, k: int, device: Any) -> torch.Tensor:
     if w.shape == (k,):
         w = w.unsqueeze(0)
     elif w.shape != (bs, k):
-        raise ValueError(
+        raise InputError(
             f"weights has shape {tuple(w.shape)}; expected ({k},) for all samples or ({bs}, {k}) per sample."
         )
     _check_weight_rows(w, "weights")
@@ -424,12 +425,12 @@ def _as_weights(weights: Any, bs: int, k: int, device: Any) -> torch.Tensor:
 
 def _check_weight_rows(w: torch.Tensor, name: str) -> None:
     if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
-        raise ValueError(f"{name} must be finite and non-negative; got {w.tolist()[:4]}.")
+        raise InputError(f"{name} must be finite and non-negative; got {w.tolist()[:4]}.")
     sums = w.sum(dim=1)
     off = (sums - 1.0).abs() > _WEIGHT_SUM_TOLERANCE
     if bool(off.any()):
         row = int(off.nonzero()[0, 0])
-        raise ValueError(
+        raise InputError(
             f"{name} row {row} sums to {sums[row].item():.6g}, not 1: the advantage is a weighted "
             "mean of per-dimension advantages, so each row of weights must sum to 1."
         )
@@ -440,18 +441,18 @@ def _check_rows(scores: torch.Tensor, turns: torch.Tensor, valid: torch.Tensor) 
     bad = rows & ~torch.isfinite(scores)
     if bool(bad.any()):
         r, c = (int(x) for x in bad.nonzero()[0])
-        raise ValueError(
+        raise InputError(
             f"dim_scores[{r}, {c}] = {scores[r, c].item()} is not finite in a valid row; "
             "mark failed judge calls with valid=False instead of a NaN score."
         )
     bad = rows & ((scores < 0) | (scores > 1))
     if bool(bad.any()):
         r, c = (int(x) for x in bad.nonzero()[0])
-        raise ValueError(
+        raise InputError(
             f"dim_scores[{r}, {c}] = {scores[r, c].item():.6g} is outside [0, 1]; PEARL expects each "
             "dimension score to be a mean of criterion scores mapped to [0, 1]."
         )
     bad = valid & ~(torch.isfinite(turns) & (turns >= 0))
     if bool(bad.any()):
         r = int(bad.nonzero()[0, 0])
-        raise ValueError(f"num_turns[{r}] = {turns[r].item()} must be a finite, non-negative number of tutor turns.")
+        raise InputError(f"num_turns[{r}] = {turns[r].item()} must be a finite, non-negative number of tutor turns.")

@@ -13,6 +13,8 @@ from functools import lru_cache
 
 from math_verify import parse, verify
 
+from pearl_verl.errors import InputError
+
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
 _GSM8K_FINAL = re.compile(r"####\s*(.+?)\s*$", re.S)
 _EXPRESSION_CHARS = 80  # longer texts are prose, never read as one expression
@@ -67,11 +69,11 @@ def gsm8k_final_answer(answer_field: str) -> str:
     """The final answer after GSM8K's ``####`` marker, thousands commas removed.
 
     Raises:
-        ValueError: when the field has no ``####`` line.
+        InputError: when the field has no ``####`` line.
     """
     match = _GSM8K_FINAL.search(answer_field)
     if not match:
-        raise ValueError("GSM8K answer has no '#### <final answer>' line")
+        raise InputError("GSM8K answer has no '#### <final answer>' line")
     return match.group(1).replace(",", "").strip()
 
 

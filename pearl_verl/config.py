@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pearl_verl.advantage import AdvantageConfig
+from pearl_verl.errors import InputError
 from pearl_verl.failure_guard import FailureGuardConfig
 from pearl_verl.student.config import StudentConfig
 
@@ -40,9 +41,9 @@ class AgentConfig:
 
     def __post_init__(self) -> None:
         if self.max_tutor_turns < 1:
-            raise ValueError(f"pearl.agent.max_tutor_turns={self.max_tutor_turns} must be >= 1 (paper: 15).")
+            raise InputError(f"pearl.agent.max_tutor_turns={self.max_tutor_turns} must be >= 1 (paper: 15).")
         if self.max_tokens_per_turn is not None and self.max_tokens_per_turn < 1:
-            raise ValueError(f"pearl.agent.max_tokens_per_turn={self.max_tokens_per_turn} must be >= 1 or null.")
+            raise InputError(f"pearl.agent.max_tokens_per_turn={self.max_tokens_per_turn} must be >= 1 or null.")
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def load_pearl_config(section: Mapping[str, Any] | None) -> PearlConfig:
     """Build a :class:`PearlConfig` from a plain mapping (``None`` or empty -> all defaults).
 
     Raises:
-        ValueError: for an unknown key (with the closest valid key) or an invalid value.
+        InputError: for an unknown key (with the closest valid key) or an invalid value.
     """
     return build_dataclass(PearlConfig, section or {}, "pearl")
 
@@ -74,14 +75,14 @@ def load_pearl_config(section: Mapping[str, Any] | None) -> PearlConfig:
 def build_dataclass(cls: type[T], values: Mapping[str, Any], path: str) -> T:
     """Instantiate a (nested) frozen dataclass from a mapping, rejecting unknown keys."""
     if not isinstance(values, Mapping):
-        raise ValueError(f"{path} must be a mapping of settings, got {type(values).__name__}: {values!r}")
+        raise InputError(f"{path} must be a mapping of settings, got {type(values).__name__}: {values!r}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = [key for key in values if key not in fields]
     if unknown:
         key = unknown[0]
         close = difflib.get_close_matches(str(key), fields, n=1)
         hint = f" Did you mean {path}.{close[0]}?" if close else ""
-        raise ValueError(f"Unknown setting {path}.{key}.{hint} Valid keys: {sorted(fields)}.")
+        raise InputError(f"Unknown setting {path}.{key}.{hint} Valid keys: {sorted(fields)}.")
     kwargs = {}
     for name, value in values.items():
         default = fields[name].default_factory if fields[name].default_factory is not dataclasses.MISSING else None

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition, StudentTurnState
 
@@ -32,7 +33,7 @@ class DialogueTurn:
 
     def __post_init__(self) -> None:
         if self.role not in (STUDENT, TUTOR):
-            raise ValueError(f"DialogueTurn.role={self.role!r} must be {STUDENT!r} or {TUTOR!r}.")
+            raise InputError(f"DialogueTurn.role={self.role!r} must be {STUDENT!r} or {TUTOR!r}.")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class EpisodeRecord:
 
     def __post_init__(self) -> None:
         if self.end_reason not in END_REASONS:
-            raise ValueError(f"end_reason={self.end_reason!r} is not one of {list(END_REASONS)}.")
+            raise InputError(f"end_reason={self.end_reason!r} is not one of {list(END_REASONS)}.")
 
     @property
     def tutor_turns(self) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 
 from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.llm.types import LLMCallError
 from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition, StudentSession, StudentTurn
@@ -58,7 +59,7 @@ class EpisodeLimits:
 
     def __post_init__(self) -> None:
         if self.max_tutor_turns < 1:
-            raise ValueError(f"max_tutor_turns={self.max_tutor_turns} must be >= 1.")
+            raise InputError(f"max_tutor_turns={self.max_tutor_turns} must be >= 1.")
 
 
 class Phase(Enum):

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
 
 FAILURE_RATE_KEY = "pearl/judge/failure_rate"
@@ -75,11 +76,11 @@ class FailureGuardConfig:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_failure_rate < 1.0:
-            raise ValueError(
+            raise InputError(
                 f"pearl.failure_guard.max_failure_rate={self.max_failure_rate} must be in [0, 1): at 1 it could never trip."
             )
         if self.patience < 0:
-            raise ValueError(f"pearl.failure_guard.patience={self.patience} must be >= 0 (0 disables the guard).")
+            raise InputError(f"pearl.failure_guard.patience={self.patience} must be >= 0 (0 disables the guard).")
 
 
 class TrainingStalled(RuntimeError):

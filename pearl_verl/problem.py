@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pearl_verl.errors import InputError
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -29,7 +31,7 @@ class Problem:
     def __post_init__(self) -> None:
         for name in ("problem_id", "question", "answer"):
             if not str(getattr(self, name)).strip():
-                raise ValueError(f"Problem.{name} is empty (problem_id={self.problem_id!r}).")
+                raise InputError(f"Problem.{name} is empty (problem_id={self.problem_id!r}).")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,5 +41,5 @@ class Problem:
         """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
         unknown = set(data) - {"problem_id", "question", "reference_solution", "answer", "source"}
         if unknown:
-            raise ValueError(f"Unknown Problem field(s) {sorted(unknown)}.")
+            raise InputError(f"Unknown Problem field(s) {sorted(unknown)}.")
         return cls(**data)

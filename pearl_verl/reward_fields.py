@@ -19,6 +19,7 @@ import torch
 
 from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, compute_pearl_advantage_breakdown
 from pearl_verl.dims import COMPLETED_KEY, JUDGE_OK_KEY, TUTOR_TURNS_KEY
+from pearl_verl.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def inputs_from_rows(
             ``sample <i>``.
 
     Raises:
-        ValueError: naming the row and key of a missing or non-numeric field.
+        InputError: naming the row and key of a missing or non-numeric field.
     """
     present = set().union(*(row.keys() for row in rows)) if rows else set()
     keys = (*config.dims, JUDGE_OK_KEY, COMPLETED_KEY, TUTOR_TURNS_KEY)
@@ -97,18 +98,18 @@ def inputs_from_columns(
     1 (all completed); ``tutor_turns`` is required only when the turn decay is on (gamma < 1).
 
     Raises:
-        ValueError: naming the row and key of a missing or non-numeric field.
+        InputError: naming the row and key of a missing or non-numeric field.
     """
     missing = [key for key in config.dims if key not in columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"The reward fields lack the dimension key(s) {missing} (have {sorted(columns)}). The "
             "PEARL estimator reads one score per entry of pearl.advantage.dims from the reward "
             "manager's reward_extra_info: use the pearl_judge reward manager, return these keys from "
             "yours, or set pearl.advantage.dims to the keys you return."
         )
     if config.gamma < 1.0 and TUTOR_TURNS_KEY not in columns:
-        raise ValueError(
+        raise InputError(
             f"The turn penalty (pearl.advantage.gamma={config.gamma}) needs '{TUTOR_TURNS_KEY}' in the "
             "reward fields; return it from the reward manager or set pearl.advantage.gamma=1.0."
         )
@@ -139,7 +140,7 @@ def _column(
         return torch.full((batch_size,), float(default), dtype=torch.float64)
     values = columns[key]
     if len(values) != batch_size:
-        raise ValueError(f"Reward field '{key}' has {len(values)} values for {batch_size} samples.")
+        raise InputError(f"Reward field '{key}' has {len(values)} values for {batch_size} samples.")
     try:
         numeric = isinstance(values, np.ndarray) and values.dtype.kind in "biuf"
         out = torch.from_numpy(values.astype(np.float64)) if numeric else torch.tensor(list(values), dtype=torch.float64)
@@ -147,12 +148,12 @@ def _column(
         # Slow path only for rows holding None or other non-numbers (failed samples, or bad input).
         out = torch.tensor([_as_number(value) for value in values], dtype=torch.float64)
     if out.shape != (batch_size,):
-        raise ValueError(f"Reward field '{key}' must hold one scalar per sample, got shape {tuple(out.shape)}.")
+        raise InputError(f"Reward field '{key}' must hold one scalar per sample, got shape {tuple(out.shape)}.")
     bad = torch.isnan(out) if valid is None else torch.isnan(out) & valid
     if bool(bad.any()):
         row = int(bad.nonzero()[0, 0])
         where = labels[row] if labels is not None else f"sample {row}"
-        raise ValueError(
+        raise InputError(
             f"Reward field '{key}' of {where} is {values[row]!r}, not a number. Every scored sample "
             f"must report '{key}'; mark failed judge calls with {JUDGE_OK_KEY}=0."
         )

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition
 
@@ -42,11 +43,11 @@ class PearlSample:
         """Parse a dataset row's ``extra_info`` and ``raw_prompt`` (verl's chat messages).
 
         Raises:
-            ValueError: naming what is missing or malformed, and how such rows are produced.
+            InputError: naming what is missing or malformed, and how such rows are produced.
         """
         where = "a dataset row"
         if not extra_info or EXTRA_INFO_KEY not in extra_info:
-            raise ValueError(
+            raise InputError(
                 f"{where} has no extra_info['{EXTRA_INFO_KEY}']: the pearl_tutor agent loop needs the problem and "
                 "student condition there; prepare data with `pearl-verl prepare-data` (PearlSample.to_extra_info)."
             )
@@ -56,8 +57,8 @@ class PearlSample:
             problem = Problem.from_dict(payload["problem"])
             condition = StudentCondition.from_dict(payload["condition"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{where} has a malformed extra_info['{EXTRA_INFO_KEY}']: {exc}") from exc
+            raise InputError(f"{where} has a malformed extra_info['{EXTRA_INFO_KEY}']: {exc}") from exc
         users = [m for m in (raw_prompt or []) if m.get("role") == "user"]
         if not users or not str(users[-1].get("content", "")).strip():
-            raise ValueError(f"{where} for problem {problem.problem_id!r} has no student message in its prompt.")
+            raise InputError(f"{where} for problem {problem.problem_id!r} has no student message in its prompt.")
         return cls(problem=problem, condition=condition, opening=str(users[-1]["content"]))

@@ -16,18 +16,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from pearl_verl.errors import InputError
+
 
 def cohen_kappa(first: Sequence[str], second: Sequence[str]) -> float | None:
     """Cohen's kappa of two annotators' labels on the same items (aligned by position).
 
     Raises:
-        ValueError: for sequences of different lengths or no items.
+        InputError: for sequences of different lengths or no items.
     """
     if len(first) != len(second):
-        raise ValueError(f"cohen_kappa needs aligned labels; got {len(first)} and {len(second)}.")
+        raise InputError(f"cohen_kappa needs aligned labels; got {len(first)} and {len(second)}.")
     n = len(first)
     if n == 0:
-        raise ValueError("cohen_kappa needs at least one item rated by both annotators.")
+        raise InputError("cohen_kappa needs at least one item rated by both annotators.")
     observed = sum(x == y for x, y in zip(first, second)) / n
     count_1, count_2 = Counter(first), Counter(second)
     expected = sum(count_1[k] * count_2[k] for k in count_1) / (n * n)
@@ -42,13 +44,13 @@ def fleiss_kappa(items: Sequence[Mapping[str, int]]) -> float | None:
     Items with fewer than two ratings carry no agreement and are left out.
 
     Raises:
-        ValueError: for a negative count or no item with two or more ratings.
+        InputError: for a negative count or no item with two or more ratings.
     """
     rated = [item for item in items if sum(item.values()) >= 2]
     if any(c < 0 for item in items for c in item.values()):
-        raise ValueError("fleiss_kappa counts must be >= 0.")
+        raise InputError("fleiss_kappa counts must be >= 0.")
     if not rated:
-        raise ValueError("fleiss_kappa needs at least one item rated by two or more annotators.")
+        raise InputError("fleiss_kappa needs at least one item rated by two or more annotators.")
     agreement = []
     totals: Counter[str] = Counter()
     for item in rated:

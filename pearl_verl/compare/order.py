@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+from pearl_verl.errors import InputError
+
 SIDES: tuple[str, ...] = ("a", "b")
 OUTCOMES: tuple[str, ...] = ("a", "tie", "b")
 """A vote in real terms: tutor_a preferred, tie, tutor_b preferred."""
@@ -45,12 +47,12 @@ def to_real(shown: str, left: str) -> str:
     """A displayed choice (``A``, ``B``, ``tie``) as a real outcome (``a``, ``b``, ``tie``).
 
     Raises:
-        ValueError: for a choice outside :data:`SHOWN` or a side outside :data:`SIDES`.
+        InputError: for a choice outside :data:`SHOWN` or a side outside :data:`SIDES`.
     """
     if shown not in SHOWN:
-        raise ValueError(f"choice {shown!r} must be one of {list(SHOWN)}.")
+        raise InputError(f"choice {shown!r} must be one of {list(SHOWN)}.")
     if left not in SIDES:
-        raise ValueError(f"left side {left!r} must be one of {list(SIDES)}.")
+        raise InputError(f"left side {left!r} must be one of {list(SIDES)}.")
     if shown == "tie":
         return "tie"
     right = "b" if left == "a" else "a"

@@ -23,6 +23,7 @@ from pearl_verl.compare.agreement import cohen_kappa, fleiss_kappa
 from pearl_verl.compare.pairs import ComparisonPair
 from pearl_verl.compare.vote import Vote
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import InputError
 from pearl_verl.eval.stats import Estimate, mean_ci, wilson_ci
 
 UNITS: tuple[str, ...] = ("vote", "majority")
@@ -67,10 +68,10 @@ def comparisons(votes: Sequence[Vote], unit: str = "vote", focal: str | None = N
     """The counted comparisons, and how many pairs had no majority (``unit="majority"`` only).
 
     Raises:
-        ValueError: for an unknown ``unit``.
+        InputError: for an unknown ``unit``.
     """
     if unit not in UNITS:
-        raise ValueError(f"unit={unit!r} must be one of {list(UNITS)}.")
+        raise InputError(f"unit={unit!r} must be one of {list(UNITS)}.")
     if unit == "vote":
         return [_orient(v.pair_id, v.tutor_a, v.tutor_b, v.outcome, focal) for v in votes], 0
     counted, unresolved = [], 0
@@ -209,18 +210,18 @@ def export_rows(
     out and counted by reason.
 
     Raises:
-        ValueError: for an unknown ``per``, or a vote on a pair not in ``pairs``.
+        InputError: for an unknown ``per``, or a vote on a pair not in ``pairs``.
     """
     from pearl_verl.eval.rm import PreferencePair
 
     if per not in EXPORT_UNITS:
-        raise ValueError(f"export unit {per!r} must be one of {list(EXPORT_UNITS)}.")
+        raise InputError(f"export unit {per!r} must be one of {list(EXPORT_UNITS)}.")
     by_id = {p.pair_id: p for p in pairs}
     skipped: Counter[str] = Counter()
     rows = []
     for pair_id, mine in _by_pair(votes).items():
         if pair_id not in by_id:
-            raise ValueError(f"vote on pair {pair_id!r}, which the study does not hold.")
+            raise InputError(f"vote on pair {pair_id!r}, which the study does not hold.")
         pair = by_id[pair_id]
         if per == "majority":
             decided = [(pair_id, majority([v.outcome for v in mine]))]
@@ -307,10 +308,10 @@ def build_report(votes: Sequence[Vote], unit: str = "vote", focal: str | None = 
     """The Markdown report and its JSON summary.
 
     Raises:
-        ValueError: for an unknown ``unit`` or no votes.
+        InputError: for an unknown ``unit`` or no votes.
     """
     if not votes:
-        raise ValueError("the study holds no votes yet; nothing to report.")
+        raise InputError("the study holds no votes yet; nothing to report.")
     counted, unresolved = comparisons(votes, unit, focal)
     rows = preference_rows(counted)
     agreement = annotator_agreement(votes)

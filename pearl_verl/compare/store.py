@@ -51,6 +51,7 @@ from pearl_verl.compare.order import OUTCOMES, SIDES, queue_key
 from pearl_verl.compare.pairs import ComparisonPair
 from pearl_verl.compare.vote import Vote
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import InputError
 
 MAX_COMMENT_CHARS = 5000
 
@@ -168,14 +169,14 @@ class Store:
         url: a SQLAlchemy database URL; tables are created when missing.
 
     Raises:
-        ValueError: for a URL SQLAlchemy cannot use.
+        InputError: for a URL SQLAlchemy cannot use.
     """
 
     def __init__(self, url: str) -> None:
         try:
             self.engine: Engine = create_engine(url)
         except (ArgumentError, ImportError) as exc:
-            raise ValueError(
+            raise InputError(
                 f"database URL {url!r} cannot be used ({exc}); give e.g. sqlite:///compare.db or "
                 "postgresql+psycopg://user@host/db (with its driver installed)."
             ) from exc
@@ -183,7 +184,7 @@ class Store:
             metadata.create_all(self.engine)
             add_missing_columns(self.engine)
         except OperationalError as exc:
-            raise ValueError(f"cannot open the study database {url!r}: {exc.orig}") from exc
+            raise InputError(f"cannot open the study database {url!r}: {exc.orig}") from exc
         self.session_secret = self._setting("session_secret")
         self.order_salt = self._setting("order_salt")
 
@@ -205,7 +206,7 @@ class Store:
         """Add the pairs not yet in the study; returns how many were new.
 
         Raises:
-            ValueError: when a pair id is already in the study with other content (named).
+            InputError: when a pair id is already in the study with other content (named).
         """
         new = 0
         with self.engine.begin() as conn:
@@ -214,7 +215,7 @@ class Store:
                 digest = _digest(pair)
                 if pair.pair_id in stored:
                     if stored[pair.pair_id] != digest:
-                        raise ValueError(
+                        raise InputError(
                             f"pair {pair.pair_id!r} is already in the study with other dialogues or scores; "
                             "votes refer to what was shown, so start a new database (--db-url) for new pairs."
                         )
@@ -238,17 +239,17 @@ class Store:
         """Create an annotator (or, with ``reissue``, replace an existing one's token); returns the token.
 
         Raises:
-            ValueError: for an empty name, an existing name without ``reissue``, or an unknown one with it.
+            InputError: for an empty name, an existing name without ``reissue``, or an unknown one with it.
         """
         name = name.strip()
         if not name:
-            raise ValueError("an annotator needs a non-empty name.")
+            raise InputError("an annotator needs a non-empty name.")
         token = secrets.token_urlsafe(24)
         with self.engine.begin() as conn:
             exists = conn.scalar(select(annotators_table.c.id).where(annotators_table.c.name == name))
             if reissue:
                 if exists is None:
-                    raise ValueError(f"no annotator named {name!r} to reissue a token for.")
+                    raise InputError(f"no annotator named {name!r} to reissue a token for.")
                 # a new generation too: sessions signed in with the old token end with it
                 conn.execute(
                     update(annotators_table)
@@ -257,7 +258,7 @@ class Store:
                 )
                 return token
             if exists is not None:
-                raise ValueError(
+                raise InputError(
                     f"annotator {name!r} exists; pass --reissue for a new link (the old one stops working)."
                 )
         try:
@@ -272,7 +273,7 @@ class Store:
                     )
                 )
         except IntegrityError as exc:  # two annotators added at once took the same slot
-            raise ValueError(f"annotator {name!r} was added concurrently with another; run the command again.") from exc
+            raise InputError(f"annotator {name!r} was added concurrently with another; run the command again.") from exc
         return token
 
     def annotators(self) -> list[Annotator]:
@@ -336,16 +337,16 @@ class Store:
         """Commit one vote in real terms.
 
         Raises:
-            ValueError: for an outcome, side, dimension or dimension value outside the allowed ones, or a long
+            InputError: for an outcome, side, dimension or dimension value outside the allowed ones, or a long
                 comment.
             DuplicateVote: when the annotator already voted on the pair.
         """
         if outcome not in OUTCOMES or left not in SIDES or any(v not in OUTCOMES for v in dims.values()):
-            raise ValueError(f"vote {outcome!r} / left {left!r} / dims {dict(dims)} outside {list(OUTCOMES)}.")
+            raise InputError(f"vote {outcome!r} / left {left!r} / dims {dict(dims)} outside {list(OUTCOMES)}.")
         if set(dims) - set(DIMENSIONS):
-            raise ValueError(f"unknown dimension(s) {sorted(set(dims) - set(DIMENSIONS))}; use {list(DIMENSIONS)}.")
+            raise InputError(f"unknown dimension(s) {sorted(set(dims) - set(DIMENSIONS))}; use {list(DIMENSIONS)}.")
         if len(comment) > MAX_COMMENT_CHARS:
-            raise ValueError(f"comment of {len(comment)} characters exceeds {MAX_COMMENT_CHARS}.")
+            raise InputError(f"comment of {len(comment)} characters exceeds {MAX_COMMENT_CHARS}.")
         try:
             with self.engine.begin() as conn:
                 conn.execute(

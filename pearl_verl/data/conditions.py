@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from pearl_verl.errors import InputError
 from pearl_verl.student.types import ABILITY_LEVELS, TRAITS, CognitiveProfile, StudentCondition
 
 
@@ -36,12 +37,12 @@ class ConditionSampler:
     def __post_init__(self) -> None:
         unknown = set(self.ability_mix) - set(ABILITY_LEVELS)
         if unknown or abs(sum(self.ability_mix.values()) - 1.0) > 1e-6 or min(self.ability_mix.values()) < 0:
-            raise ValueError(
+            raise InputError(
                 f"ability_mix={dict(self.ability_mix)} must give non-negative probabilities summing to 1 over "
                 f"{list(ABILITY_LEVELS)}."
             )
         if not 0.0 <= self.misconception_rate <= 1.0:
-            raise ValueError(f"misconception_rate={self.misconception_rate} must lie in [0, 1].")
+            raise InputError(f"misconception_rate={self.misconception_rate} must lie in [0, 1].")
 
     def sample(self, rng: random.Random, misconception: str | None = None) -> StudentCondition:
         """One condition; ``misconception`` is the source's, used with ``misconception_rate``."""
@@ -59,6 +60,6 @@ class ConditionSampler:
 def profiles_of(level: str) -> tuple[CognitiveProfile, ...]:
     """Every profile (3^5 = 243 in all) of one ability level."""
     if level not in ABILITY_LEVELS:
-        raise ValueError(f"Unknown ability level {level!r}; expected one of {list(ABILITY_LEVELS)}.")
+        raise InputError(f"Unknown ability level {level!r}; expected one of {list(ABILITY_LEVELS)}.")
     profiles = (CognitiveProfile(**dict(zip(TRAITS, values))) for values in itertools.product((1, 2, 3), repeat=5))
     return tuple(p for p in profiles if p.ability == level)

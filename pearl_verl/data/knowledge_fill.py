@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.problem import Problem
 
 
@@ -62,7 +63,7 @@ def fill_cache(
     from pearl_verl.knowledge.decomposer import Decomposer
 
     if concurrency < 1:
-        raise ValueError(f"extraction concurrency={concurrency} must be >= 1.")
+        raise InputError(f"extraction concurrency={concurrency} must be >= 1.")
     backend = None
     if endpoint is not None:
         from pearl_verl.llm import EndpointConfig, OpenAIChatClient

@@ -16,6 +16,8 @@ import logging
 import os
 from pathlib import Path
 
+from pearl_verl.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 ENV_VAR = "PEARL_VERL_DATA_DIR"
@@ -34,7 +36,7 @@ def data_dir(explicit: str | Path | None = None) -> Path:
         The folder, which exists.
 
     Raises:
-        ValueError: the chosen folder does not exist; the message names every place looked at and
+        InputError: the chosen folder does not exist; the message names every place looked at and
             how to point at a data folder.
     """
     if explicit is not None and str(explicit) != "":
@@ -45,7 +47,7 @@ def data_dir(explicit: str | Path | None = None) -> Path:
     # setup.py beside it tells a clone's data/ from a stray site-packages/data of some other wheel.
     if CLONE_DATA_DIR.is_dir() and (CLONE_DATA_DIR.parent / "setup.py").is_file():
         return CLONE_DATA_DIR
-    raise ValueError(
+    raise InputError(
         f"no data folder: no --data-dir was given, {ENV_VAR} is not set, and {CLONE_DATA_DIR} is not the data/ "
         "folder of a clone (an installed wheel ships no data/). Run from a clone of the pearl_verl repository, or point "
         f"--data-dir or {ENV_VAR} at a copy of its data/ folder."
@@ -54,7 +56,7 @@ def data_dir(explicit: str | Path | None = None) -> Path:
 
 def _existing(folder: Path, given: str) -> Path:
     if not folder.is_dir():
-        raise ValueError(
+        raise InputError(
             f"data folder {folder} (from {given}) does not exist; point it at a copy of the repository's data/ "
             "folder (gsm8k/, math500/, mathdial/, mathtutorbench/, stepverify/)."
         )

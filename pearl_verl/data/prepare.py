@@ -42,6 +42,7 @@ from typing import Any
 from pearl_verl.answers import answers_match
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import READERS, SourceItem, load_source
+from pearl_verl.errors import InputError
 from pearl_verl.problem import Problem
 from pearl_verl.sample import PearlSample
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
@@ -72,11 +73,11 @@ class SourceSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in READERS:
-            raise ValueError(f"source kind {self.kind!r} must be one of {sorted(READERS)} (in {self}).")
+            raise InputError(f"source kind {self.kind!r} must be one of {sorted(READERS)} (in {self}).")
         if self.split not in SPLIT_CHOICES:
-            raise ValueError(f"source split {self.split!r} must be one of {list(SPLIT_CHOICES)} (in {self}).")
+            raise InputError(f"source split {self.split!r} must be one of {list(SPLIT_CHOICES)} (in {self}).")
         if not self.location:
-            raise ValueError(f"source {self.kind} has an empty path.")
+            raise InputError(f"source {self.kind} has an empty path.")
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.split}={self.location}"
@@ -86,11 +87,11 @@ class SourceSpec:
         """``KIND[:SPLIT]=PATH``, e.g. ``gsm8k:val=test.jsonl`` or ``math=hf:HuggingFaceH4/MATH-500@test``.
 
         Raises:
-            ValueError: naming the expected form.
+            InputError: naming the expected form.
         """
         head, sep, location = text.partition("=")
         if not sep or not head or not location:
-            raise ValueError(
+            raise InputError(
                 f"source {text!r} must look like KIND[:SPLIT]=PATH, e.g. gsm8k=train.jsonl, gsm8k:val=test.jsonl, "
                 "math=hf:HuggingFaceH4/MATH-500@test or mathdial=@fixture."
             )
@@ -124,11 +125,11 @@ class PrepareConfig:
 
     def __post_init__(self) -> None:
         if self.conditions_per_problem < 1:
-            raise ValueError(f"conditions_per_problem={self.conditions_per_problem} must be >= 1.")
+            raise InputError(f"conditions_per_problem={self.conditions_per_problem} must be >= 1.")
         if not 0.0 <= self.val_fraction < 1.0:
-            raise ValueError(f"val_fraction={self.val_fraction} must lie in [0, 1) (0 puts auto sources in train).")
+            raise InputError(f"val_fraction={self.val_fraction} must lie in [0, 1) (0 puts auto sources in train).")
         if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit={self.limit} must be >= 1, or unset to read every row.")
+            raise InputError(f"limit={self.limit} must be >= 1, or unset to read every row.")
 
 
 @dataclass
@@ -214,7 +215,7 @@ def read_sources(
     """(split, item) for every readable problem, answers checked (steps 1-3).
 
     Raises:
-        ValueError: for an unreadable source, or a malformed row when not skipping errors.
+        InputError: for an unreadable source, or a malformed row when not skipping errors.
     """
     selected: list[tuple[str, SourceItem]] = []
     for spec in specs:
@@ -241,7 +242,7 @@ def read_sources(
     ids = Counter(item.problem.problem_id for _, item in selected)
     repeated = [pid for pid, n in ids.items() if n > 1]
     if repeated:
-        raise ValueError(
+        raise InputError(
             f"problem id {repeated[0]!r} occurs {ids[repeated[0]]} times: the same file was given twice, or two "
             "files share a name and kind. Give each source once."
         )
@@ -299,7 +300,7 @@ def build_rows(
         ({"train": rows, "val": rows}, the report).
     """
     if not specs:
-        raise ValueError("no sources given; pass at least one KIND[:SPLIT]=PATH (e.g. gsm8k=@fixture).")
+        raise InputError("no sources given; pass at least one KIND[:SPLIT]=PATH (e.g. gsm8k=@fixture).")
     opening = opening or default_opening()
     report = PrepareReport()
     selected = read_sources(specs, config, report)

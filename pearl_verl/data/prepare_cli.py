@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pearl_verl.errors import InputError
 from pearl_verl.student.types import ABILITY_LEVELS
 
 if TYPE_CHECKING:
@@ -78,20 +79,20 @@ def parse_ability_mix(text: str) -> dict[str, float]:
     """``low=1,medium=1,high=2`` as normalised probabilities.
 
     Raises:
-        ValueError: for an unknown level, a bad number, or weights that do not sum above 0.
+        InputError: for an unknown level, a bad number, or weights that do not sum above 0.
     """
     weights: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         level, sep, value = part.partition("=")
         if not sep or level.strip() not in ABILITY_LEVELS:
-            raise ValueError(f"--ability-mix part {part!r} must be LEVEL=WEIGHT with LEVEL in {list(ABILITY_LEVELS)}.")
+            raise InputError(f"--ability-mix part {part!r} must be LEVEL=WEIGHT with LEVEL in {list(ABILITY_LEVELS)}.")
         try:
             weights[level.strip()] = float(value)
         except ValueError:
-            raise ValueError(f"--ability-mix weight {value!r} of {level!r} is not a number.") from None
+            raise InputError(f"--ability-mix weight {value!r} of {level!r} is not a number.") from None
     total = sum(weights.values())
     if not weights or total <= 0 or min(weights.values()) < 0:
-        raise ValueError(f"--ability-mix {text!r} needs non-negative weights with a positive sum, e.g. low=1,high=1.")
+        raise InputError(f"--ability-mix {text!r} needs non-negative weights with a positive sum, e.g. low=1,high=1.")
     return {level: weight / total for level, weight in weights.items()}
 
 
@@ -110,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.data.prepare import SPLITS, PrepareConfig, SourceSpec, build_rows, problems_of, write_rows
 
     if bool(args.extract_base_url) != bool(args.extract_model):
-        raise ValueError("--extract-base-url and --extract-model go together (both for the LLM extractor).")
+        raise InputError("--extract-base-url and --extract-model go together (both for the LLM extractor).")
     if args.extract_base_url and args.cache_dir is None:
-        raise ValueError("--extract-base-url needs --cache-dir: the decompositions are written there.")
+        raise InputError("--extract-base-url needs --cache-dir: the decompositions are written there.")
     config = PrepareConfig(
         sampler=ConditionSampler(parse_ability_mix(args.ability_mix), args.misconception_rate),
         conditions_per_problem=args.conditions_per_problem,
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     )
     rows, report = build_rows([_resolved(SourceSpec.parse(s)) for s in args.sources], config)
     if not any(rows.values()):
-        raise ValueError("no rows left to write: every source was empty, skipped or dropped.")
+        raise InputError("no rows left to write: every source was empty, skipped or dropped.")
     written = [write_rows(rows[split], args.out_dir / f"{split}.parquet") for split in SPLITS if rows[split]]
     if args.cache_dir is not None:
         report.knowledge = _fill(args, problems_of(rows))

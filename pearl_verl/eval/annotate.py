@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pearl_verl.episode import STUDENT, EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
 from pearl_verl.student.diversity import LabelledTurn
 from pearl_verl.student.taxonomy import ATTEMPT_DEFINITIONS, BEHAVIOURS, taxonomy_table
@@ -53,7 +54,7 @@ ANNOTATOR_INSTRUCTION = (
 )
 
 
-class AnnotationError(ValueError):
+class AnnotationError(InputError):
     """The annotator's output violates the schema."""
 
 
@@ -170,7 +171,7 @@ class LLMAnnotator:
         self, backend: ChatBackend, model: str, sampling: SamplingConfig | None = None, parse_retries: int = 2
     ) -> None:
         if parse_retries < 0:
-            raise ValueError(f"parse_retries={parse_retries} must be >= 0.")
+            raise InputError(f"parse_retries={parse_retries} must be >= 0.")
         self.backend = backend
         self.source = f"llm:{model}"
         self.sampling = sampling or SamplingConfig(temperature=0.0, max_tokens=4096)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
 
 OFFLINE_JUDGE_LABEL = "offline HeuristicJudge (a CPU test double: NOT the paper's judge, NOT an external evaluator)"
@@ -100,14 +101,14 @@ def build_simulators(args: argparse.Namespace, names: list[str]) -> dict[str, An
     """One simulator per name, all over the same student endpoint.
 
     Raises:
-        ValueError: a baseline simulator without a student endpoint.
+        InputError: a baseline simulator without a student endpoint.
     """
     from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
 
     baselines = [n for n in names if n != "pearl"]
     if baselines and not (args.student_base_url and args.student_model):
-        raise ValueError(
+        raise InputError(
             f"simulator(s) {baselines} are LLM role-play students: pass --student-base-url and --student-model "
             "(the same endpoint serves the PEARL simulator with --student-backend llm)."
         )

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.llm.types import ChatResult, LLMCallError, Message, SamplingConfig, UsageMeter
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 def _model_dir(path: str | Path, what: str) -> Path:
     folder = Path(path)
     if not (folder / "config.json").is_file():
-        raise ValueError(
+        raise InputError(
             f"{what} path {str(folder)!r} is not a Hugging Face model directory (no config.json); pass a local "
             "directory saved with save_pretrained (download hub models beforehand, e.g. with huggingface-cli)."
         )
@@ -55,7 +56,7 @@ class HFChatBackend:
         self.usage = UsageMeter()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(f"the tokenizer in {folder} has no chat template; use an instruction-tuned model.")
+            raise InputError(f"the tokenizer in {folder} has no chat template; use an instruction-tuned model.")
         self.model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
         self._lock = threading.Lock()
         self._calls = 0

@@ -24,6 +24,7 @@ from typing import Any
 
 from pearl_verl.answers import mentions_answer, numbers_in
 from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.eval.stats import Estimate, wilson_ci
 
 _MOVE = re.compile(r"^\((?:focus|probing|generic|telling)\)\s*", re.IGNORECASE)
@@ -76,9 +77,9 @@ def human_indices(row: Mapping[str, Any]) -> Indices | None:
 def curves(indices: Sequence[Indices], max_k: int) -> dict[str, list[Estimate]]:
     """success@k and telling@k for k = 1..max_k (proportions with Wilson intervals)."""
     if not indices:
-        raise ValueError("success@k / telling@k need at least one dialogue.")
+        raise InputError("success@k / telling@k need at least one dialogue.")
     if max_k < 1:
-        raise ValueError(f"max_k={max_k} must be >= 1.")
+        raise InputError(f"max_k={max_k} must be >= 1.")
     n = len(indices)
     return {
         "success": [wilson_ci(sum(i.success_at(k) for i in indices), n) for k in range(1, max_k + 1)],

@@ -21,6 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
+from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
 
 
@@ -53,7 +54,7 @@ def build_annotator(args: argparse.Namespace):
     if args.annotator == "planned":
         return PlannedLabels()
     if not args.annotator_base_url or not args.annotator_model:
-        raise ValueError(
+        raise InputError(
             "--annotator llm needs --annotator-base-url and --annotator-model (or --annotator planned offline)."
         )
     from pearl_verl.llm.client import OpenAIChatClient
@@ -77,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.student.types import ABILITY_LEVELS
 
     if args.concurrency < 1:
-        raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
+        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     dialogues = [d for path in args.dialogues for d in read_dialogues(path, args.name)]
     keys = [d.key for d in dialogues]
     if len(set(keys)) != len(keys):
-        raise ValueError("two dialogues share an id; give each input file distinct ids (or a distinct --name).")
+        raise InputError("two dialogues share an id; give each input file distinct ids (or a distinct --name).")
     annotator = build_annotator(args)
     output = args.out / "annotations.jsonl"
     bar = progress_bar(args.progress, len(dialogues), "dialogue", "eval-simulator")

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from pearl_verl.errors import InputError
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -68,12 +70,12 @@ def t_quantile(p: float, df: int) -> float:
     there is below 1e-6.
 
     Raises:
-        ValueError: for ``p`` outside (0, 1) or ``df < 1``.
+        InputError: for ``p`` outside (0, 1) or ``df < 1``.
     """
     if not 0 < p < 1:
-        raise ValueError(f"p={p} must lie in (0, 1).")
+        raise InputError(f"p={p} must lie in (0, 1).")
     if df < 1:
-        raise ValueError(f"df={df} must be >= 1.")
+        raise InputError(f"df={df} must be >= 1.")
     if p < 0.5:
         return -t_quantile(1 - p, df)
     if df > 400:
@@ -101,12 +103,12 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Estimate:
     A single value gives a zero-width interval (no spread can be estimated from it).
 
     Raises:
-        ValueError: for no values or a confidence outside (0, 1).
+        InputError: for no values or a confidence outside (0, 1).
     """
     if not values:
-        raise ValueError("mean_ci needs at least one value; got none.")
+        raise InputError("mean_ci needs at least one value; got none.")
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence={confidence} must lie in (0, 1).")
+        raise InputError(f"confidence={confidence} must lie in (0, 1).")
     n = len(values)
     mean = math.fsum(values) / n
     if n == 1:
@@ -120,12 +122,12 @@ def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> Estimate:
     """A proportion ``successes / n`` with its Wilson score interval.
 
     Raises:
-        ValueError: for ``n < 1`` or ``successes`` outside [0, n].
+        InputError: for ``n < 1`` or ``successes`` outside [0, n].
     """
     if n < 1:
-        raise ValueError(f"wilson_ci needs n >= 1 trials; got n={n}.")
+        raise InputError(f"wilson_ci needs n >= 1 trials; got n={n}.")
     if not 0 <= successes <= n:
-        raise ValueError(f"successes={successes} must lie in [0, n={n}].")
+        raise InputError(f"successes={successes} must lie in [0, n={n}].")
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     p = successes / n
     denominator = 1 + z * z / n

@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import (
     add_judge_flags,
     add_progress_flag,
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report_only:
         manifest = read_manifest(args.out)
         if manifest is None:
-            raise ValueError(f"{args.out} holds no eval-tutor run (no manifest.json).")
+            raise InputError(f"{args.out} holds no eval-tutor run (no manifest.json).")
         return _report(args.out, manifest, print_table=True)
     manifest, flagged = _run(args)
     code = _report(args.out, manifest, print_table=True)
@@ -124,11 +125,11 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
     from pearl_verl.judge.config import build_judge
 
     if not args.tutor:
-        raise ValueError("give at least one --tutor (e.g. --tutor name=pearl,base_url=http://host:8000/v1,model=m).")
+        raise InputError("give at least one --tutor (e.g. --tutor name=pearl,base_url=http://host:8000/v1,model=m).")
     specs = [parse_tutor_spec(text) for text in args.tutor]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
-        raise ValueError(f"tutor names {names} must be unique.")
+        raise InputError(f"tutor names {names} must be unique.")
     simulators = list(dict.fromkeys(args.simulator or ["pearl"]))
     protocol = build_protocol(args)
     setup = {"student": student_setup(args), "judge": judge_setup(args)}
@@ -138,7 +139,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
     elif stored is not None:
         items = stored.items
     else:
-        raise ValueError(f"give problem files: {args.out} holds no run whose matched items could be reused.")
+        raise InputError(f"give problem files: {args.out} holds no run whose matched items could be reused.")
     fresh = Manifest(protocol, items, setup, {s.name: s.describe() for s in specs}, tuple(simulators))
     manifest = resolve_manifest(args.out, fresh)
     write_manifest(args.out, manifest)

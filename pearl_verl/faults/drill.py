@@ -43,6 +43,7 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import SourceItem, load_source
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.errors import InputError
 from pearl_verl.faults.plan import FaultConfig, Injection
 from pearl_verl.faults.recording import CallRecord, RecordingBackend, tagged
 from pearl_verl.faults.responders import judge_reply, student_reply
@@ -100,23 +101,23 @@ class DrillConfig:
 
     def __post_init__(self) -> None:
         if self.groups < 1 or self.group_size < 2:
-            raise ValueError(
+            raise InputError(
                 f"groups={self.groups}, group_size={self.group_size}: need >= 1 group of >= 2 episodes "
                 "(the advantage compares members of a group)."
             )
         if not 0.0 <= self.fault_rate <= 1.0:
-            raise ValueError(f"fault_rate={self.fault_rate} must lie in [0, 1] (0.2 = 20% of requests).")
+            raise InputError(f"fault_rate={self.fault_rate} must lie in [0, 1] (0.2 = 20% of requests).")
         if not 1 <= self.kill_after < self.episodes:
-            raise ValueError(
+            raise InputError(
                 f"kill_after={self.kill_after} must lie in [1, {self.episodes}) so the judge run is killed "
                 "before it finishes."
             )
         for name in ("concurrency", "max_tutor_turns"):
             if getattr(self, name) < 1:
-                raise ValueError(f"DrillConfig.{name}={getattr(self, name)} must be >= 1.")
+                raise InputError(f"DrillConfig.{name}={getattr(self, name)} must be >= 1.")
         for name in ("student_max_retries", "judge_max_retries", "judge_parse_retries"):
             if getattr(self, name) < 0:
-                raise ValueError(f"DrillConfig.{name}={getattr(self, name)} must be >= 0.")
+                raise InputError(f"DrillConfig.{name}={getattr(self, name)} must be >= 0.")
 
     @property
     def episodes(self) -> int:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pearl_verl.errors import InputError
+
 
 class FaultKind(str, Enum):
     """What the fault server does instead of (or on top of) answering normally."""
@@ -81,34 +83,34 @@ class FaultConfig:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.rates) - set(FAULT_KINDS))
         if unknown:
-            raise ValueError(f"FaultConfig.rates has unknown fault kind(s) {unknown}; valid: {list(FAULT_KINDS)}.")
+            raise InputError(f"FaultConfig.rates has unknown fault kind(s) {unknown}; valid: {list(FAULT_KINDS)}.")
         bad = {kind: rate for kind, rate in self.rates.items() if not 0.0 <= float(rate) <= 1.0}
         if bad:
-            raise ValueError(f"FaultConfig.rates {bad} must each lie in [0, 1] (a probability per request).")
+            raise InputError(f"FaultConfig.rates {bad} must each lie in [0, 1] (a probability per request).")
         total = sum(float(rate) for rate in self.rates.values())
         if total > 1.0 + 1e-9:
-            raise ValueError(
+            raise InputError(
                 f"FaultConfig.rates sum to {total:.4g} > 1; they are probabilities of disjoint outcomes per "
                 "request, so lower them (FaultConfig.uniform(0.2) spreads 20% evenly over every kind)."
             )
         object.__setattr__(self, "rates", {kind: float(self.rates.get(kind, 0.0)) for kind in FAULT_KINDS})
         for name in ("hold_s", "retry_after_s", "stream_delay_s"):
             if not getattr(self, name) >= 0:
-                raise ValueError(f"FaultConfig.{name}={getattr(self, name)!r} must be >= 0 seconds.")
+                raise InputError(f"FaultConfig.{name}={getattr(self, name)!r} must be >= 0 seconds.")
         if self.stream_chunks < 2:
-            raise ValueError(f"FaultConfig.stream_chunks={self.stream_chunks} must be >= 2 to make a stream slow.")
+            raise InputError(f"FaultConfig.stream_chunks={self.stream_chunks} must be >= 2 to make a stream slow.")
 
     @classmethod
     def uniform(cls, total: float, kinds: tuple[str, ...] = FAULT_KINDS, **settings: Any) -> FaultConfig:
         """``total`` fault probability per request, split evenly over ``kinds``.
 
         Raises:
-            ValueError: for ``total`` outside [0, 1] or no kinds.
+            InputError: for ``total`` outside [0, 1] or no kinds.
         """
         if not 0.0 <= total <= 1.0:
-            raise ValueError(f"total fault rate {total!r} must lie in [0, 1] (e.g. 0.2 for 20% of requests).")
+            raise InputError(f"total fault rate {total!r} must lie in [0, 1] (e.g. 0.2 for 20% of requests).")
         if not kinds:
-            raise ValueError("uniform() needs at least one fault kind.")
+            raise InputError("uniform() needs at least one fault kind.")
         return cls(rates={kind: total / len(kinds) for kind in kinds}, **settings)
 
     @property

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import InputError
 from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import canonical_output
 from pearl_verl.judge.rubric import RUBRIC, Rubric
@@ -58,7 +59,7 @@ def student_reply(body: Mapping[str, Any]) -> str:
     """The healthy answer of a student endpoint to a planner, realiser or refine request.
 
     Raises:
-        ValueError: for a request that is none of the three roles (a drill wiring error).
+        InputError: for a request that is none of the three roles (a drill wiring error).
     """
     messages = _messages(body)
     system = messages[0]["content"] if messages else ""
@@ -70,7 +71,7 @@ def student_reply(body: Mapping[str, Any]) -> str:
         return message_for_intent(system, rng)
     if system.startswith(REFINE_PREFIX):
         return message_for_intent(messages[-1]["content"], rng)
-    raise ValueError(f"not a student planner/realiser/refine request: {system[:80]!r}")
+    raise InputError(f"not a student planner/realiser/refine request: {system[:80]!r}")
 
 
 def message_for_intent(prompt: str, rng: random.Random) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pearl_verl.config import build_dataclass
+from pearl_verl.errors import InputError
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.types import EndpointConfig, SamplingConfig
@@ -67,23 +68,23 @@ class JudgeConfig:
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
-            raise ValueError(f"judge backend={self.backend!r} must be one of {list(BACKENDS)}.")
+            raise InputError(f"judge backend={self.backend!r} must be one of {list(BACKENDS)}.")
         if self.backend == "llm" and (not self.base_url or not self.model):
-            raise ValueError(
+            raise InputError(
                 f"judge backend 'llm' needs base_url and model (got base_url={self.base_url!r}, model={self.model!r}); "
                 "set e.g. +reward.reward_kwargs.base_url=http://judge-host:8000/v1 "
                 "+reward.reward_kwargs.model=pearl-judge, or backend=offline for CPU tests."
             )
         if self.parse_retries < 0:
-            raise ValueError(f"judge parse_retries={self.parse_retries!r} must be >= 0.")
+            raise InputError(f"judge parse_retries={self.parse_retries!r} must be >= 0.")
         if self.samples < 1:
-            raise ValueError(f"judge samples={self.samples!r} must be >= 1 (1 turns self-consistency off).")
+            raise InputError(f"judge samples={self.samples!r} must be >= 1 (1 turns self-consistency off).")
         if self.aggregate not in AGGREGATES:
-            raise ValueError(f"judge aggregate={self.aggregate!r} must be one of {list(AGGREGATES)}.")
+            raise InputError(f"judge aggregate={self.aggregate!r} must be one of {list(AGGREGATES)}.")
         if self.api_key_env is not None and (
             not self.api_key_env or "=" in self.api_key_env or " " in self.api_key_env
         ):
-            raise ValueError(
+            raise InputError(
                 f"judge api_key_env={self.api_key_env!r} must be the NAME of an environment variable "
                 "(e.g. JUDGE_API_KEY), never the key itself."
             )
@@ -118,7 +119,7 @@ def judge_config_from_mapping(values: Mapping[str, Any] | None, path: str = "rew
     """A :class:`JudgeConfig` from plain settings (e.g. verl's ``reward.reward_kwargs``).
 
     Raises:
-        ValueError: for an unknown key (naming the valid keys) or an invalid value.
+        InputError: for an unknown key (naming the valid keys) or an invalid value.
     """
     return build_dataclass(JudgeConfig, dict(values or {}), path)
 

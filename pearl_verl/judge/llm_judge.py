@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pearl_verl.episode import EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
 from pearl_verl.judge.prompt import judge_messages
 from pearl_verl.judge.rubric import RUBRIC, Rubric
@@ -126,11 +127,11 @@ class LLMJudge:
         rubric: Rubric = RUBRIC,
     ) -> None:
         if samples < 1:
-            raise ValueError(f"samples={samples!r} must be >= 1.")
+            raise InputError(f"samples={samples!r} must be >= 1.")
         if aggregate not in AGGREGATES:
-            raise ValueError(f"aggregate={aggregate!r} must be one of {list(AGGREGATES)}.")
+            raise InputError(f"aggregate={aggregate!r} must be one of {list(AGGREGATES)}.")
         if parse_retries < 0:
-            raise ValueError(f"parse_retries={parse_retries!r} must be >= 0.")
+            raise InputError(f"parse_retries={parse_retries!r} must be >= 0.")
         self.backend = backend
         base = sampling or PAPER_JUDGE_SAMPLING
         self.sampling = dataclasses.replace(base, n=samples if samples_per_request else 1)

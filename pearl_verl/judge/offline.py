@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from pearl_verl.episode import EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.judge.features import DialogueFeatures, extract_features
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.scoring import completion_gate, gated_dimension_scores
@@ -166,7 +167,7 @@ class HeuristicJudge:
     def __init__(self, rubric: Rubric = RUBRIC) -> None:
         missing = [c.id for c in rubric if c.id not in RULES]
         if missing:
-            raise ValueError(f"HeuristicJudge has no rule for criteria {missing}; add them to RULES.")
+            raise InputError(f"HeuristicJudge has no rule for criteria {missing}; add them to RULES.")
         self.rubric = rubric
 
     async def judge(self, episode: EpisodeRecord) -> JudgeResult:

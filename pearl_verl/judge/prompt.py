@@ -28,6 +28,7 @@ from functools import lru_cache
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.episode import STUDENT, EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.judge.rubric import RUBRIC, Rubric, render_rubric
 from pearl_verl.llm.types import Message
 from pearl_verl.student.types import TRAITS, StudentTurnState
@@ -274,11 +275,11 @@ def dialogue_block(user_text: str) -> str:
     """The text between ``<dialogue>`` and ``</dialogue>`` of a rendered user message.
 
     Raises:
-        ValueError: when the message does not hold exactly one dialogue block (cannot happen for
+        InputError: when the message does not hold exactly one dialogue block (cannot happen for
             a message built by :func:`user_message`; used by tests and audits).
     """
     if user_text.count("<dialogue>") != 1 or user_text.count("</dialogue>") != 1:
-        raise ValueError("expected exactly one <dialogue>...</dialogue> block")
+        raise InputError("expected exactly one <dialogue>...</dialogue> block")
     return user_text.split("<dialogue>", 1)[1].split("</dialogue>", 1)[0]
 
 

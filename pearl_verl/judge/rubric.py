@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,10 @@ class Criterion:
 
     def __post_init__(self) -> None:
         if self.dimension not in DIMENSIONS:
-            raise ValueError(f"Criterion {self.key!r}: dimension={self.dimension!r} is not one of {DIMENSIONS}.")
+            raise InputError(f"Criterion {self.key!r}: dimension={self.dimension!r} is not one of {DIMENSIONS}.")
         scores = [score for score, _ in self.levels]
         if len(scores) < 2 or scores != sorted(set(scores)):
-            raise ValueError(f"Criterion {self.id}: levels {scores} must be >= 2 distinct scores in ascending order.")
+            raise InputError(f"Criterion {self.id}: levels {scores} must be >= 2 distinct scores in ascending order.")
 
     @property
     def id(self) -> str:
@@ -349,15 +350,15 @@ class Rubric:
     def __post_init__(self) -> None:
         ids = [c.id for c in self.criteria]
         if len(ids) != len(set(ids)):
-            raise ValueError(f"Rubric has duplicate criterion ids: {sorted(i for i in ids if ids.count(i) > 1)}.")
+            raise InputError(f"Rubric has duplicate criterion ids: {sorted(i for i in ids if ids.count(i) > 1)}.")
         missing = [d for d in DIMENSIONS if not self.for_dimension(d)]
         if missing:
-            raise ValueError(f"Rubric has no criterion for dimension(s) {missing}; every dimension needs >= 1.")
+            raise InputError(f"Rubric has no criterion for dimension(s) {missing}; every dimension needs >= 1.")
         order = [DIMENSIONS.index(c.dimension) for c in self.criteria]
         if order != sorted(order):
-            raise ValueError("Rubric criteria must be grouped by dimension in DIMENSIONS order.")
+            raise InputError("Rubric criteria must be grouped by dimension in DIMENSIONS order.")
         if self.gate not in self.criteria or self.gate.scores != (0, 1):
-            raise ValueError(f"Rubric gate {self.gate.id} must be one of the criteria with scale (0, 1).")
+            raise InputError(f"Rubric gate {self.gate.id} must be one of the criteria with scale (0, 1).")
 
     def for_dimension(self, dimension: str) -> tuple[Criterion, ...]:
         return tuple(c for c in self.criteria if c.dimension == dimension)

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import InputError
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.types import CriterionScore, JudgeResult
 
@@ -24,28 +25,28 @@ def completion_gate(criteria: Sequence[CriterionScore], rubric: Rubric = RUBRIC)
     counts as incomplete, since incomplete trajectories must not earn positive rewards.
 
     Raises:
-        ValueError: when ``criteria`` lack the gate criterion.
+        InputError: when ``criteria`` lack the gate criterion.
     """
     gate = rubric.gate
     for score in criteria:
         if (score.dimension, score.criterion) == (gate.dimension, gate.key):
             return int(score.score > 0.5)
-    raise ValueError(f"criteria lack the completion gate {gate.id}")
+    raise InputError(f"criteria lack the completion gate {gate.id}")
 
 
 def gated_dimension_scores(criteria: Sequence[CriterionScore], gate: int) -> dict[str, float]:
     """Per dimension, the mean of its criterion scores times g (r_kj = r^_kj * g), in [0, 1].
 
     Raises:
-        ValueError: when a dimension has no criterion score.
+        InputError: when a dimension has no criterion score.
     """
     if gate not in (0, 1):
-        raise ValueError(f"gate={gate!r} must be 0 or 1.")
+        raise InputError(f"gate={gate!r} must be 0 or 1.")
     dims: dict[str, float] = {}
     for dimension in DIMENSIONS:
         values = [score.score * gate for score in criteria if score.dimension == dimension]
         if not values:
-            raise ValueError(f"no criterion score for dimension {dimension!r}")
+            raise InputError(f"no criterion score for dimension {dimension!r}")
         dims[dimension] = sum(values) / len(values)
     return dims
 
@@ -66,12 +67,12 @@ def aggregate_samples(
         score equals it (else the first sample's).
 
     Raises:
-        ValueError: for no samples, an unknown ``how``, or samples that disagree on the criteria.
+        InputError: for no samples, an unknown ``how``, or samples that disagree on the criteria.
     """
     if how not in AGGREGATES:
-        raise ValueError(f"aggregate={how!r} must be one of {AGGREGATES}.")
+        raise InputError(f"aggregate={how!r} must be one of {AGGREGATES}.")
     if not samples:
-        raise ValueError("aggregate_samples needs at least one parsed sample")
+        raise InputError("aggregate_samples needs at least one parsed sample")
     if len(samples) == 1:
         return tuple(samples[0])
     reduce = statistics.fmean if how == "mean" else statistics.median
@@ -79,7 +80,7 @@ def aggregate_samples(
     for position, criterion in enumerate(rubric):
         column = [sample[position] for sample in samples]
         if any((s.dimension, s.criterion) != (criterion.dimension, criterion.key) for s in column):
-            raise ValueError(f"samples disagree on the criterion at position {position} ({criterion.id})")
+            raise InputError(f"samples disagree on the criterion at position {position} ({criterion.id})")
         score = float(reduce([s.score for s in column]))
         raw = round(criterion.low + score * (criterion.high - criterion.low))
         rationale = next((s.rationale for s in column if s.raw == raw), column[0].rationale)

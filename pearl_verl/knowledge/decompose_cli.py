@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from pearl_verl.errors import InputError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("decompose", help="decompose problems into knowledge units and fill the cache")
@@ -39,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.student.simulate import load_problems
 
     if bool(args.base_url) != bool(args.model):
-        raise ValueError("--base-url and --model go together (both for the LLM extractor, neither for the rules).")
+        raise InputError("--base-url and --model go together (both for the LLM extractor, neither for the rules).")
     if args.concurrency < 1:
-        raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
+        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     curriculum = load_curriculum(args.curriculum)
     backend = None
     if args.base_url:

@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections import Counter
 
+from pearl_verl.errors import InputError
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition, DecompositionError, content_hash
@@ -58,9 +59,9 @@ class Decomposer:
         max_attempts: int = 2,
     ):
         if backend is not None and not model:
-            raise ValueError("Decomposer needs model=<served model name> with an LLM backend (it keys the cache).")
+            raise InputError("Decomposer needs model=<served model name> with an LLM backend (it keys the cache).")
         if max_attempts < 1:
-            raise ValueError(f"max_attempts={max_attempts} must be >= 1.")
+            raise InputError(f"max_attempts={max_attempts} must be >= 1.")
         self.curriculum = curriculum
         self.backend = backend
         self.cache = cache

@@ -22,6 +22,7 @@ from typing import Any
 
 import networkx as nx
 
+from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.problem import Problem
 from pearl_verl.tutor.scripted import solution_steps
@@ -34,7 +35,7 @@ by the rule extractor after the LLM extractor failed (never cached, so a later r
 _RESULT = re.compile(r"=\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)")
 
 
-class DecompositionError(ValueError):
+class DecompositionError(InputError):
     """A decomposition that cannot be used.
 
     Attributes:

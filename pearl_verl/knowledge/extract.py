@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition, DecompositionError, build_decomposition, reference_steps
 from pearl_verl.llm.types import Message
@@ -63,7 +64,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
     """Parse a reply that must be exactly one JSON object, optionally wrapped in one ```json fence.
 
     Raises:
-        ValueError: when the reply is anything else (prose around the JSON included).
+        InputError: when the reply is anything else (prose around the JSON included).
     """
     body = text.strip()
     fenced = _FENCE.match(body)
@@ -72,9 +73,9 @@ def parse_json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"reply is not JSON ({exc.msg} at char {exc.pos})") from exc
+        raise InputError(f"reply is not JSON ({exc.msg} at char {exc.pos})") from exc
     if not isinstance(value, dict):
-        raise ValueError(f"reply is JSON {type(value).__name__}, expected an object")
+        raise InputError(f"reply is JSON {type(value).__name__}, expected an object")
     return value
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import aiohttp
 
+from pearl_verl.errors import InputError
 from pearl_verl.llm.types import ChatResult, EndpointConfig, LLMCallError, Message, SamplingConfig, UsageMeter
 
 logger = logging.getLogger(__name__)
@@ -180,7 +181,7 @@ def _api_key(env_name: str | None) -> str:
         return PLACEHOLDER_API_KEY
     key = os.environ.get(env_name)
     if not key:
-        raise ValueError(
+        raise InputError(
             f"api_key_env={env_name!r} names an environment variable that is not set; export it, or set "
             "api_key_env to null for a vllm serve endpoint started without --api-key."
         )
@@ -193,12 +194,12 @@ def _to_result(payload: bytes, attempts: int, latency_s: float) -> ChatResult:
         data = json.loads(payload)
         choices = data["choices"]
         if not isinstance(choices, list) or not choices:
-            raise ValueError("no choices")
+            raise InputError("no choices")
         texts = []
         for choice in choices:
             content = (choice.get("message") or {}).get("content")
             if content is not None and not isinstance(content, str):
-                raise ValueError("message content is not a string")
+                raise InputError("message content is not a string")
             texts.append(content or "")
         usage = data.get("usage") or {}
         return ChatResult(

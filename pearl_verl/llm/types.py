@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pearl_verl.errors import InputError
+
 Message = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
@@ -36,15 +38,15 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
-            raise ValueError(f"temperature={self.temperature!r} must be a finite number >= 0.")
+            raise InputError(f"temperature={self.temperature!r} must be a finite number >= 0.")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p={self.top_p!r} must lie in (0, 1].")
+            raise InputError(f"top_p={self.top_p!r} must lie in (0, 1].")
         if self.top_k is not None and self.top_k < 1:
-            raise ValueError(f"top_k={self.top_k!r} must be >= 1, or None for the server default.")
+            raise InputError(f"top_k={self.top_k!r} must be >= 1, or None for the server default.")
         if self.max_tokens is not None and self.max_tokens < 1:
-            raise ValueError(f"max_tokens={self.max_tokens!r} must be >= 1, or None for the server default.")
+            raise InputError(f"max_tokens={self.max_tokens!r} must be >= 1, or None for the server default.")
         if self.n < 1:
-            raise ValueError(f"n={self.n!r} must be >= 1.")
+            raise InputError(f"n={self.n!r} must be >= 1.")
         object.__setattr__(self, "stop", tuple(self.stop))
 
 
@@ -76,17 +78,17 @@ class EndpointConfig:
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url={self.base_url!r} must start with http:// or https:// (e.g. http://host:8000/v1).")
+            raise InputError(f"base_url={self.base_url!r} must start with http:// or https:// (e.g. http://host:8000/v1).")
         if not self.model:
-            raise ValueError("model must name the served model (the name given to vllm serve --served-model-name).")
+            raise InputError("model must name the served model (the name given to vllm serve --served-model-name).")
         if not self.timeout_s > 0:
-            raise ValueError(f"timeout_s={self.timeout_s!r} must be > 0.")
+            raise InputError(f"timeout_s={self.timeout_s!r} must be > 0.")
         if self.max_retries < 0:
-            raise ValueError(f"max_retries={self.max_retries!r} must be >= 0.")
+            raise InputError(f"max_retries={self.max_retries!r} must be >= 0.")
         if self.backoff_s < 0 or self.backoff_max_s < self.backoff_s:
-            raise ValueError(f"need 0 <= backoff_s ({self.backoff_s}) <= backoff_max_s ({self.backoff_max_s}).")
+            raise InputError(f"need 0 <= backoff_s ({self.backoff_s}) <= backoff_max_s ({self.backoff_max_s}).")
         if self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency={self.max_concurrency!r} must be >= 1.")
+            raise InputError(f"max_concurrency={self.max_concurrency!r} must be >= 1.")
 
 
 @dataclass(frozen=True)

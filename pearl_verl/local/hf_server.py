@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from verl.workers.rollout.replica import TokenOutput
 
+from pearl_verl.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 
@@ -66,7 +68,7 @@ class HFGenerateServer:
         own = self.model.state_dict()
         missing = set(own) - set(state_dict)
         if missing:
-            raise ValueError(f"weights to load lack {sorted(missing)[:3]}... ({len(missing)} tensors)")
+            raise InputError(f"weights to load lack {sorted(missing)[:3]}... ({len(missing)} tensors)")
         for name, tensor in own.items():
             tensor.copy_(state_dict[name].to(tensor.device, tensor.dtype))
 

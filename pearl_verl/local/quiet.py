@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-
 _PER_EPISODE_LOGGER = "verl.utils.tokenizer.continuous_token_wiring"
 """verl's continuous-token wiring warns once per agent-loop instance, i.e. once per episode, when a
 model type (llama, SmolLM2's) has no builder of its own."""

@@ -51,6 +51,7 @@ import sympy
 from pearl_verl.answers import numbers_in
 from pearl_verl.dims import COMPLETED_KEY, JUDGE_OK_KEY
 from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, reward_score
 from pearl_verl.problem import Problem
 from pearl_verl.student.reading import same_answer, stated_answer
@@ -93,13 +94,13 @@ class FilterConfig:
 
     def __post_init__(self) -> None:
         if self.min_tutor_turns < 1:
-            raise ValueError(f"min_tutor_turns={self.min_tutor_turns} must be >= 1.")
+            raise InputError(f"min_tutor_turns={self.min_tutor_turns} must be >= 1.")
         if self.attempts_before_answer < 0:
-            raise ValueError(f"attempts_before_answer={self.attempts_before_answer} must be >= 0 (0 = no leak filter).")
+            raise InputError(f"attempts_before_answer={self.attempts_before_answer} must be >= 0 (0 = no leak filter).")
         if not 0.0 <= self.judge_min_score <= 1.0:
-            raise ValueError(f"judge_min_score={self.judge_min_score} must lie in [0, 1] (judge scores are in [0, 1]).")
+            raise InputError(f"judge_min_score={self.judge_min_score} must lie in [0, 1] (judge scores are in [0, 1]).")
         if self.turn_balance != 0 and self.turn_balance < 1:
-            raise ValueError(
+            raise InputError(
                 f"turn_balance={self.turn_balance} must be 0 (off) or >= 1 (a cap below the mean would drop "
                 "dialogues of every length)."
             )

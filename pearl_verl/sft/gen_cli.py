@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS
 
@@ -155,9 +156,9 @@ def run(args: argparse.Namespace) -> int:
 def _filter_config(args: argparse.Namespace) -> FilterConfig:
     """The filter settings, after the flag checks that span several flags."""
     if not 0.0 <= args.val_fraction < 1.0:
-        raise ValueError(f"--val-fraction {args.val_fraction} must lie in [0, 1).")
+        raise InputError(f"--val-fraction {args.val_fraction} must lie in [0, 1).")
     if bool(args.tokenizer) != bool(args.max_length):
-        raise ValueError("--tokenizer and --max-length go together (the length filter needs both).")
+        raise InputError("--tokenizer and --max-length go together (the length filter needs both).")
     return FilterConfig(
         min_tutor_turns=args.min_tutor_turns,
         attempts_before_answer=args.attempts_before_answer,
@@ -204,7 +205,7 @@ def build_teacher(args: argparse.Namespace) -> Any:
     if args.teacher == "scripted":
         return ScriptedSocraticTutor()
     if not args.teacher_base_url or not args.teacher_model:
-        raise ValueError(
+        raise InputError(
             "--teacher endpoint needs --teacher-base-url and --teacher-model (or --teacher scripted, the offline "
             "test double)."
         )

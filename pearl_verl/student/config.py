@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pearl_verl.errors import InputError
 from pearl_verl.llm.types import EndpointConfig, SamplingConfig
 
 SIMULATORS: tuple[str, ...] = ("pearl", "mathdial", "socraticlm")
@@ -79,15 +80,15 @@ class StudentConfig:
         if self.decomposer is not None:
             _one_of("decomposer", self.decomposer, DECOMPOSERS)
         if self.needs_endpoint and (not self.base_url or not self.model):
-            raise ValueError(
+            raise InputError(
                 f"simulator={self.simulator!r}, backend={self.backend!r}, decomposer={self.decomposer!r} need an "
                 f"endpoint, but base_url={self.base_url!r}, model={self.model!r}. Set both (e.g. "
                 "pearl.student.base_url=http://host:8000/v1 pearl.student.model=<served name>) or use backend=offline."
             )
         if self.parse_attempts < 1:
-            raise ValueError(f"parse_attempts={self.parse_attempts} must be >= 1 (1 = no retry after a bad reply).")
+            raise InputError(f"parse_attempts={self.parse_attempts} must be >= 1 (1 = no retry after a bad reply).")
         if self.max_message_chars < 20:
-            raise ValueError(f"max_message_chars={self.max_message_chars} must be >= 20.")
+            raise InputError(f"max_message_chars={self.max_message_chars} must be >= 20.")
         if self.needs_endpoint:
             self.endpoint()  # validates the endpoint settings now rather than at the first call
         self.sampling()  # likewise the sampling settings
@@ -105,7 +106,7 @@ class StudentConfig:
     def endpoint(self) -> EndpointConfig:
         """The student endpoint as the LLM client takes it."""
         if not self.base_url or not self.model:
-            raise ValueError("StudentConfig has no endpoint (base_url and model are unset).")
+            raise InputError("StudentConfig has no endpoint (base_url and model are unset).")
         return EndpointConfig(
             base_url=self.base_url,
             model=self.model,
@@ -124,4 +125,4 @@ class StudentConfig:
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise ValueError(f"StudentConfig.{name}={value!r} must be one of {list(allowed)}.")
+        raise InputError(f"StudentConfig.{name}={value!r} must be one of {list(allowed)}.")

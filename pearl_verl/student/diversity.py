@@ -27,6 +27,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.student.taxonomy import BEHAVIOURS
 from pearl_verl.student.types import ATTEMPT_OUTCOMES
 
@@ -45,13 +46,13 @@ class LabelledTurn:
 
     def __post_init__(self) -> None:
         if self.attempt not in ATTEMPT_OUTCOMES:
-            raise ValueError(f"attempt={self.attempt!r} must be one of {list(ATTEMPT_OUTCOMES)}.")
+            raise InputError(f"attempt={self.attempt!r} must be one of {list(ATTEMPT_OUTCOMES)}.")
         object.__setattr__(self, "labels", frozenset(self.labels))
 
 
 def _nonempty(turns: Sequence[LabelledTurn]) -> Sequence[LabelledTurn]:
     if not turns:
-        raise ValueError("Diversity statistics need at least one labelled turn; got none.")
+        raise InputError("Diversity statistics need at least one labelled turn; got none.")
     return turns
 
 
@@ -115,17 +116,17 @@ def transition_entropy(dialogues: Sequence[Sequence[LabelledTurn]], state: str =
         state: ``attempt`` (X = attempt outcome) or ``label_set`` (X = the turn's label set).
 
     Raises:
-        ValueError: for an unknown ``state`` or when no dialogue has two turns.
+        InputError: for an unknown ``state`` or when no dialogue has two turns.
     """
     if state not in ("attempt", "label_set"):
-        raise ValueError(f"state={state!r} must be 'attempt' or 'label_set'.")
+        raise InputError(f"state={state!r} must be 'attempt' or 'label_set'.")
 
     def key(turn: LabelledTurn) -> Hashable:
         return turn.attempt if state == "attempt" else turn.labels
 
     pairs = Counter((key(a), key(b)) for turns in dialogues for a, b in zip(turns, turns[1:]))
     if not pairs:
-        raise ValueError("Transition entropy needs at least one dialogue with two or more labelled turns.")
+        raise InputError("Transition entropy needs at least one dialogue with two or more labelled turns.")
     sources = Counter()
     for (a, _), n in pairs.items():
         sources[a] += n

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 
 import networkx as nx
 
+from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
@@ -89,18 +90,18 @@ def initial_mastery(
     curriculum units this problem does not use are ignored.
 
     Raises:
-        ValueError: for an explicit unit outside the curriculum or outside [0, 1]; with ``strict``,
+        InputError: for an explicit unit outside the curriculum or outside [0, 1]; with ``strict``,
             when explicit values themselves break the prerequisite order.
     """
     explicit = dict(condition.mastery or {})
     unknown = sorted(set(explicit) - set(curriculum.units))
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"StudentCondition.mastery names unknown unit(s) {unknown}; use curriculum ids (docs/simulator.md)."
         )
     bad = {u: v for u, v in explicit.items() if not (isinstance(v, int | float) and 0.0 <= v <= 1.0)}
     if bad:
-        raise ValueError(f"StudentCondition.mastery values {bad} must be numbers in [0, 1].")
+        raise InputError(f"StudentCondition.mastery values {bad} must be numbers in [0, 1].")
     units = tuple(graph.nodes)
     fixed = frozenset(u for u in explicit if u in graph)
     mastery = sample_mastery(units, curriculum, condition.profile, key)
@@ -113,7 +114,7 @@ def initial_mastery(
     broken = violations(graph, mastery)
     if strict and broken:
         detail = ", ".join(f"{u}={mastery[u]:.2f} -> {v}={mastery[v]:.2f}" for u, v in broken)
-        raise ValueError(
+        raise InputError(
             f"Initial mastery breaks the prerequisite order ({detail}): a unit cannot exceed its prerequisites. "
             "Raise the prerequisite, lower the unit, or set strict_prerequisites=False to keep it as stated."
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pearl_verl.episode import STUDENT, DialogueTurn
+from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
 from pearl_verl.knowledge.extract import parse_json_object
@@ -148,17 +149,17 @@ def parse_planner(text: str) -> PlannerReply:
     """Parse ``{"behaviours": [...], "leave": bool}`` strictly (an optional string ``reason`` is allowed).
 
     Raises:
-        ValueError: for anything else, including labels outside the taxonomy.
+        InputError: for anything else, including labels outside the taxonomy.
     """
     data: dict[str, Any] = parse_json_object(text)
     if not {"behaviours", "leave"} <= set(data) <= {"behaviours", "leave", "reason"}:
-        raise ValueError(f"planner reply has keys {sorted(data)}; expected behaviours, leave (and optionally reason)")
+        raise InputError(f"planner reply has keys {sorted(data)}; expected behaviours, leave (and optionally reason)")
     labels, leave = data["behaviours"], data["leave"]
     if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels) or not isinstance(leave, bool):
-        raise ValueError("planner reply: behaviours must be a list of strings and leave a boolean")
+        raise InputError("planner reply: behaviours must be a list of strings and leave a boolean")
     unknown = sorted(set(labels) - set(BEHAVIOURS))
     if unknown:
-        raise ValueError(f"planner reply has unknown behaviour label(s) {unknown}")
+        raise InputError(f"planner reply has unknown behaviour label(s) {unknown}")
     return PlannerReply(tuple(x for x in BEHAVIOURS if x in labels), leave)
 
 

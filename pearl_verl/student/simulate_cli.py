@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS
 from pearl_verl.student.simulate import ABILITY_CHOICES
 
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.student.simulate import load_problems, make_jobs, run_jobs, turn_rows
 
     if args.concurrency < 1:
-        raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
+        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     config = StudentConfig(
         simulator=args.simulator,
         backend=args.backend,
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     )
     items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     if not items:
-        raise ValueError(f"no problems in {args.problems}.")  # eval-tutor's wording, and exit code 2
+        raise InputError(f"no problems in {args.problems}.")  # eval-tutor's wording, and exit code 2
     simulator = build_simulator(config)
     jobs = make_jobs(items, args.ability, args.seed)
     episodes = asyncio.run(
@@ -113,7 +114,7 @@ def build_tutor(args: argparse.Namespace) -> Any:
     if args.tutor == "leaking":
         return ScriptedLeakingTutor()
     if not args.tutor_base_url or not args.tutor_model:
-        raise ValueError("--tutor endpoint needs --tutor-base-url and --tutor-model.")
+        raise InputError("--tutor endpoint needs --tutor-base-url and --tutor-model.")
     from pearl_verl.llm import EndpointConfig, OpenAIChatClient, SamplingConfig
     from pearl_verl.tutor.policy import ChatTutor
 

@@ -28,6 +28,7 @@ from typing import TypeVar
 
 from pearl_verl.answers import answers_match, numbers_in
 from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.errors import InputError
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum, load_curriculum
 from pearl_verl.knowledge.decomposer import Decomposer
@@ -85,7 +86,7 @@ class PearlStudentSimulator:
         decomposer: Decomposer | None = None,
     ):
         if config.simulator != "pearl":
-            raise ValueError(
+            raise InputError(
                 f"PearlStudentSimulator needs simulator='pearl', got {config.simulator!r}; use build_simulator."
             )
         self.config = config
@@ -112,7 +113,7 @@ class PearlStudentSimulator:
         """Decompose (cached), set m^0 from the condition, and open a session that has said ``opening``.
 
         Raises:
-            ValueError: for an explicit initial mastery that names unknown units or breaks the
+            InputError: for an explicit initial mastery that names unknown units or breaks the
                 prerequisite order (with ``strict_prerequisites``).
         """
         decomposition, calls = await self.decomposer.decompose(problem)
@@ -181,10 +182,10 @@ class PearlStudentSession:
         Raises:
             LLMCallError: when the student endpoint fails for good, or a role's replies keep failing
                 strict parsing and ``on_parse_failure="raise"``.
-            ValueError: when called after the student concluded.
+            InputError: when called after the student concluded.
         """
         if self._phase is Phase.ENDED:
-            raise ValueError(
+            raise InputError(
                 "respond() called after the student ended the session; stop at StudentTurnState.concluded."
             )
         before = (copy.deepcopy(self._mind), len(self._turns), self._rng.getstate())
@@ -355,5 +356,5 @@ def misconception_answer(problem: Problem, misconception: str | None) -> str | N
 def _nonempty_message(text: str) -> str:
     cleaned = clean_message(text)
     if not cleaned:
-        raise ValueError("the message is empty")
+        raise InputError("the message is empty")
     return cleaned

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pearl_verl.errors import InputError
 from pearl_verl.student.types import ATTEMPT_OUTCOMES
 
 ATTEMPT_DEFINITIONS: dict[str, str] = {
@@ -66,12 +67,12 @@ def ordered_labels(labels: Iterable[str]) -> tuple[str, ...]:
     """Behaviour labels deduplicated and in :data:`BEHAVIOURS` order.
 
     Raises:
-        ValueError: for a label outside the taxonomy.
+        InputError: for a label outside the taxonomy.
     """
     wanted = set(labels)
     unknown = sorted(wanted - set(BEHAVIOURS))
     if unknown:
-        raise ValueError(f"Unknown behaviour label(s) {unknown}; valid labels: {list(BEHAVIOURS)}.")
+        raise InputError(f"Unknown behaviour label(s) {unknown}; valid labels: {list(BEHAVIOURS)}.")
     return tuple(label for label in BEHAVIOURS if label in wanted)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pearl_verl.errors import InputError
 from pearl_verl.problem import Problem
 
 TRAITS: tuple[str, ...] = ("activeness", "perseverance", "comprehension", "expressiveness", "attention")
@@ -38,7 +39,7 @@ class CognitiveProfile:
         for trait in TRAITS:
             value = getattr(self, trait)
             if value not in (1, 2, 3):
-                raise ValueError(f"CognitiveProfile.{trait}={value!r} must be 1, 2 or 3.")
+                raise InputError(f"CognitiveProfile.{trait}={value!r} must be 1, 2 or 3.")
 
     @property
     def total(self) -> int:
@@ -83,7 +84,7 @@ class StudentCondition:
     def from_dict(cls, data: Mapping[str, Any]) -> StudentCondition:
         unknown = set(data) - {"profile", "mastery", "seed", "misconception"}
         if unknown:
-            raise ValueError(f"Unknown StudentCondition field(s) {sorted(unknown)}.")
+            raise InputError(f"Unknown StudentCondition field(s) {sorted(unknown)}.")
         return cls(
             profile=CognitiveProfile(**data.get("profile", {})),
             mastery=None if data.get("mastery") is None else dict(data["mastery"]),
