@@ -9,7 +9,6 @@ advantage, then the batch metrics the trainer would log.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -17,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, group_key
+from pearl_verl.dims import JUDGE_OK_KEY
+from pearl_verl.errors import InputError, located
+from pearl_verl.jsonl import read_objects
 from pearl_verl.metrics import advantage_metrics
 from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs, inputs_from_rows
 
@@ -44,35 +46,36 @@ def load_judged_rows(path: str | Path) -> list[dict[str, Any]]:
     """Read a JSONL file of judged dialogues.
 
     Raises:
-        ValueError: ``<file>:<line>: ...`` for a line that is not a JSON object, or whose ``uid``
+        InputError: ``<file>:<line>: ...`` for a line that is not a JSON object, or whose ``uid``
             is missing or not a group id (:func:`pearl_verl.advantage.group_key`).
     """
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}.")
-            if "uid" not in row:
-                raise ValueError(f"{path}:{line_no}: missing field 'uid' (the group id of the dialogue).")
-            try:
-                group_key(row["uid"])
-            except ValueError as exc:
-                raise ValueError(f"{path}:{line_no}: uid {exc}") from None
-            rows.append({**row, "_line": line_no})
+    for line_no, row in read_objects(path, "judged-dialogue file"):
+        if "uid" not in row:
+            raise located(path, line_no, "missing (the group id of the dialogue).", field="uid")
+        try:
+            group_key(row["uid"])
+        except ValueError as exc:
+            raise located(path, line_no, f"uid {exc}") from None  # group_key's message reads on from the uid
+        rows.append({**row, "_where": f"{path}:{line_no}"})
     if not rows:
-        raise ValueError(f"{path}: no judged dialogues found.")
+        raise InputError(f"{path}: no judged dialogues found.")
     return rows
 
 
 def build_report(rows: list[dict[str, Any]], config: AdvantageConfig) -> AdvantageReport:
-    """Run the estimator on judged rows exactly as the trainer would."""
-    labels = [f"line {row.get('_line', i + 1)}" for i, row in enumerate(rows)]
+    """Run the estimator on judged rows exactly as the trainer would.
+
+    Raises:
+        InputError: naming the row (``FILE:LINE`` from :func:`load_judged_rows`) and field of the
+            first judged row without a dimension score, or with a field the estimator rejects.
+    """
+    labels = [str(row.get("_where", f"row {i + 1}")) for i, row in enumerate(rows)]
+    for label, row in zip(labels, rows):
+        missing = [d for d in config.dims if d not in row]
+        if missing and row.get(JUDGE_OK_KEY, 1):  # a failed judgement (judge_ok=0) has no scores to give
+            raise InputError(f"{label}: {missing[0]}: missing; a judged dialogue has a score per dimension "
+                             f"{list(config.dims)} (or judge_ok=0).")
     inputs = inputs_from_rows(rows, config, labels=labels)
     # The uids go in as read: the estimator's group_key decides the groups, as in training.
     breakdown = breakdown_from_inputs(inputs, [row["uid"] for row in rows], config)
@@ -108,7 +111,7 @@ def report_as_json(report: AdvantageReport) -> list[dict[str, Any]]:
         shaped = report.breakdown.rewards[i].tolist()
         out.append(
             {
-                **{k: v for k, v in row.items() if k != "_line"},
+                **{k: v for k, v in row.items() if k != "_where"},
                 "shaped": {d: (None if v != v else round(v, 6)) for d, v in zip(report.config.dims, shaped)},
                 "advantage": round(float(report.breakdown.advantages[i]), 6),
             }

@@ -11,9 +11,11 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from pearl_verl import __version__
+from pearl_verl.errors import InputError
 from pearl_verl.failure_guard import TrainingStalled
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -48,12 +50,22 @@ def main(
         return 2
     try:
         return args.handler(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except InputError as exc:
+        return _report(exc, 2, args.verbose)
     except TrainingStalled as exc:  # not the user's input: the endpoints failed, exit 1
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _report(exc, 1, args.verbose)
+
+
+def _report(exc: Exception, code: int, verbose: bool) -> int:
+    """One ``error:`` line for an expected failure (its traceback too under ``-v``); returns ``code``.
+
+    Only the project's own :class:`InputError` and :class:`TrainingStalled` get here: any other
+    exception, a library's ``ValueError`` included, is a bug and keeps its traceback.
+    """
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"error: {exc}", file=sys.stderr)
+    return code
 
 
 def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl") -> argparse.ArgumentParser:

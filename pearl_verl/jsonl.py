@@ -1,8 +1,9 @@
-"""JSONL files that commands append to as they go and read back strictly.
+"""Files commands read: JSONL they append to as they go, and users' input files, read back strictly.
 
 Every long command (``judge``, ``gen-sft``, ``eval-tutor``) appends one line per finished item and
-resumes from what the file holds; input files of pairs are read all-or-nothing with the offending
-line named.
+resumes from what the file holds; input files are read all-or-nothing with the offending line
+named (``FILE:LINE: what is wrong``), and a path that is missing or a directory is one such error,
+not an OSError traceback.
 
 A writer appends each record as ``json + "\\n"``, so a kill can damage only the last line, and a
 damaged last line has no newline. That line alone is forgiven (:func:`read_appended` skips it,
@@ -18,6 +19,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+
+from pearl_verl.errors import InputError, located
 
 T = TypeVar("T")
 
@@ -46,7 +49,7 @@ def read_appended(path: Path) -> Iterator[tuple[int, Any]]:
     skipped with one warning (its item is redone on resume).
 
     Raises:
-        ValueError: ``FILE:LINE: ...`` for any other line that is not UTF-8 JSON, including a
+        InputError: ``FILE:LINE: ...`` for any other line that is not UTF-8 JSON, including a
             last line that ends in a newline (the writer finished it, so something else broke it).
     """
     with path.open("rb") as handle:
@@ -54,10 +57,10 @@ def read_appended(path: Path) -> Iterator[tuple[int, Any]]:
             if not raw.strip():
                 continue
             try:
-                value = _parse_line(raw)
+                value = parse_line(raw)
             except ValueError as exc:
                 if raw.endswith(b"\n"):
-                    raise ValueError(
+                    raise InputError(
                         f"{path}:{number}: {exc}; only a last line cut short by a kill is skipped, "
                         "so repair or delete this one."
                     ) from None
@@ -92,21 +95,83 @@ def drop_cut_tail(path: Path) -> bool:
         return True
 
 
-def _parse_line(raw: bytes) -> Any:
-    """One line as JSON; ValueError with a short reason (decoding first names bad UTF-8 as such)."""
+def parse_line(raw: bytes) -> Any:
+    """One line as JSON; InputError with a short reason (decoding first names bad UTF-8 as such)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start + 1})") from None
+        raise InputError(f"not UTF-8 text (byte {exc.start + 1})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def input_file(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a Path when it names a readable file.
+
+    Raises:
+        InputError: ``FILE: <what> does not exist`` / ``is a directory``, so a wrong path reads as
+            one line rather than an OSError traceback.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise located(path, None, f"{what} is a directory; give the file itself.")
+    if not path.is_file():
+        raise located(path, None, f"{what} does not exist.")
+    return path
+
+
+def read_text(path: str | os.PathLike, what: str) -> str:
+    """A user's UTF-8 text file (a prompt, an instruction), whole.
+
+    Raises:
+        InputError: for a missing path, a directory, or bytes that are not UTF-8 (line named).
+    """
+    raw = input_file(path, what).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise located(path, line, f"not UTF-8 text (byte {exc.start + 1} of the file).") from None
+
+
+def read_json(path: str | os.PathLike, what: str) -> Any:
+    """A user's JSON file (a curriculum, a data set), whole.
+
+    Raises:
+        InputError: as :func:`read_text`, and ``FILE:LINE: not valid JSON (...)``.
+    """
+    try:
+        return json.loads(read_text(path, what))
+    except json.JSONDecodeError as exc:
+        raise located(path, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno}).") from None
+
+
+def read_objects(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) of each non-blank line of a JSONL input file, strictly.
+
+    Raises:
+        InputError: for a missing path or a directory, and ``FILE:LINE: ...`` for the first line
+            that is not UTF-8, not JSON, or not a JSON object.
+    """
+    path = input_file(path, what)
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = parse_line(raw)
+            except InputError as exc:
+                raise located(path, number, str(exc)) from None
+            if not isinstance(value, dict):
+                raise located(path, number, f"expected a JSON object ({what}), got {type(value).__name__}.")
+            yield number, value
 
 
 def _parses(raw: bytes) -> bool:
     try:
-        _parse_line(raw)
+        parse_line(raw)
     except ValueError:
         return False
     return True
@@ -127,29 +192,29 @@ def _last_line_start(handle: Any, end: int) -> int:
 
 
 def read_unique_records(
-    path: Path, parse: Callable[[Any, int], T], key: Callable[[T], str], kind: str, id_label: str = "id"
+    path: Path, parse: Callable[[dict[str, Any], int], T], key: Callable[[T], str], kind: str, id_label: str = "id"
 ) -> list[T]:
-    """Every non-blank line of ``path`` through ``parse(json_value, line_number)``, ids unique.
+    """Every object line of ``path`` (:func:`read_objects`) through ``parse(object, line_number)``, ids unique.
 
     Raises:
-        ValueError: naming the file and line, for a line ``parse`` rejects (JSON, KeyError,
-            TypeError or ValueError) or an id seen before; or when the file holds no record.
+        InputError: naming the file and line, for a line :func:`read_objects` or ``parse`` rejects
+            (``parse`` may raise KeyError, TypeError or ValueError for a missing or malformed
+            field) or an id seen before; or when the file holds no record.
     """
     records: list[T] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = parse(json.loads(text), number)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"{path}:{number} is not a {kind}: {type(exc).__name__}: {exc}") from exc
-            record_id = key(record)
-            if record_id in seen:
-                raise ValueError(f"{path}:{number}: {id_label} {record_id!r} appears twice.")
-            seen.add(record_id)
-            records.append(record)
+    for number, value in read_objects(path, f"{kind} file"):
+        try:
+            record = parse(value, number)
+        except KeyError as exc:
+            raise located(path, number, f"not a {kind}: no field {exc}.") from exc
+        except (TypeError, ValueError) as exc:
+            raise located(path, number, f"not a {kind}: {exc}") from exc
+        record_id = key(record)
+        if record_id in seen:
+            raise located(path, number, f"{id_label} {record_id!r} appears twice.")
+        seen.add(record_id)
+        records.append(record)
     if not records:
-        raise ValueError(f"{path} holds no {kind}s.")
+        raise located(path, None, f"holds no {kind}s.")
     return records

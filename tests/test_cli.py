@@ -48,8 +48,8 @@ def test_weights_option(capsys):
     ("content", "match"),
     [
         ('{"uid": "a", "acc": 0.5}\n{not json}\n', r":2: not valid JSON"),
-        ('{"acc": 0.5}\n', r":1: missing field 'uid'"),
-        ("[1, 2]\n", r":1: expected a JSON object, got list"),
+        ('{"acc": 0.5}\n', r":1: uid: missing"),
+        ("[1, 2]\n", r":1: expected a JSON object \(judged-dialogue file\), got list"),
         ("\n\n", r"no judged dialogues found"),
     ],
 )
@@ -66,7 +66,7 @@ def test_bad_score_names_the_line(tmp_path, capsys):
     path = tmp_path / "judged.jsonl"
     path.write_text(json.dumps(good) + "\n" + json.dumps(good | {"leak": 1.7}) + "\n" + json.dumps(good | {"meta": None}) + "\n")
     assert main(["advantage", str(path), "--gamma", "1.0"]) == 2
-    assert "Reward field 'meta' of line 3 is None" in capsys.readouterr().err
+    assert f"Reward field 'meta' of {path}:3 is None" in capsys.readouterr().err
     path.write_text(json.dumps(good) + "\n" + json.dumps(good | {"leak": 1.7}) + "\n")
     assert main(["advantage", str(path)]) == 2
     assert "dim_scores[1, 1] = 1.7 is outside [0, 1]" in capsys.readouterr().err

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from pearl_verl.jsonl import end_with_newline, read_unique_records
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import end_with_newline, input_file, read_json, read_objects, read_text, read_unique_records
 
 
 def test_a_line_cut_by_a_kill_is_terminated_so_the_next_append_stands_alone(tmp_path):
@@ -29,11 +30,49 @@ def test_records_keep_their_line_numbers_and_errors_name_file_and_line(tmp_path)
     path.write_text('{"id": "x"}\n\n{"id": "y"}\n')
     assert _read(path) == [("x", 1), ("y", 3)]
     path.write_text('{"id": "x"}\n{"name": "y"}\n')
-    with pytest.raises(ValueError, match=r"in.jsonl:2 is not a widget: KeyError"):
+    with pytest.raises(InputError, match=r"in.jsonl:2: not a widget: no field 'id'"):
         _read(path)
     path.write_text('{"id": "x"}\n{"id": "x"}\n')
     with pytest.raises(ValueError, match=r"in.jsonl:2: widget id 'x' appears twice"):
         _read(path)
     path.write_text("\n\n")
-    with pytest.raises(ValueError, match=r"in.jsonl holds no widgets"):
+    with pytest.raises(InputError, match=r"in.jsonl: holds no widgets"):
         _read(path)
+
+
+def test_input_files_are_checked_before_they_are_opened(tmp_path):
+    with pytest.raises(InputError, match=r"missing.jsonl: widget file does not exist\.$"):
+        input_file(tmp_path / "missing.jsonl", "widget file")
+    with pytest.raises(InputError, match=r": widget file is a directory; give the file itself\.$"):
+        list(read_objects(tmp_path, "widget file"))
+    path = tmp_path / "ok.jsonl"
+    path.write_text('{"a": 1}\n')
+    assert input_file(path, "widget file") == path
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (b'{"a": 1}\n\n\xff\xfe\n', r"in.jsonl:3: not UTF-8 text \(byte 1\)"),
+        (b'{"a": 1}\n{"a": 1,}\n', r"in.jsonl:2: not valid JSON \(Expecting property name"),
+        (b'{"a": 1}\n"text"\n', r"in.jsonl:2: expected a JSON object \(widget file\), got str"),
+    ],
+)
+def test_read_objects_names_the_first_bad_line(tmp_path, content, match):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=match):
+        list(read_objects(path, "widget file"))
+
+
+def test_read_text_and_json_name_file_and_line(tmp_path):
+    path = tmp_path / "prompt.txt"
+    path.write_bytes("line one\nline two \u00e9\n".encode())
+    assert read_text(path, "prompt") == "line one\nline two \u00e9\n"
+    path.write_bytes(b"line one\nline \xff two\n")
+    with pytest.raises(InputError, match=r"prompt.txt:2: not UTF-8 text \(byte 15 of the file\)"):
+        read_text(path, "prompt")
+    path = tmp_path / "c.json"
+    path.write_text('{\n  "units": [\n    oops\n  ]\n}\n')
+    with pytest.raises(InputError, match=r"c.json:3: not valid JSON \(Expecting value at column 5\)"):
+        read_json(path, "curriculum file")

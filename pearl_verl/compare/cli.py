@@ -27,6 +27,8 @@ import json
 import sys
 from pathlib import Path
 
+from pearl_verl.errors import InputError
+
 DEFAULT_DB_URL = "sqlite:///compare.db"
 
 
@@ -103,23 +105,24 @@ def _register_report(commands: argparse._SubParsersAction) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from pearl_verl.compare.pairs import build_pairs, read_runs, tutor_pairs, write_pairs
+    from pearl_verl.eval.rm import parse_margins
 
     rows, tutors = read_runs(args.runs)
     explicit = []
     for text in args.pair:
         names = text.split(",")
         if len(names) != 2 or not all(n.strip() for n in names):
-            raise ValueError(f"--pair {text!r} must be TUTOR_A,TUTOR_B.")
+            raise InputError(f"--pair {text!r} must be TUTOR_A,TUTOR_B.")
         explicit.append((names[0].strip(), names[1].strip()))
     if args.focal and explicit:
-        raise ValueError("give --focal or --pair, not both.")
+        raise InputError("give --focal or --pair, not both.")
     combos = tutor_pairs(tutors, args.focal, explicit)
     if not combos:
-        raise ValueError(f"the results hold one tutor ({tutors}); a comparison needs two.")
-    edges = None if args.no_margins else _edges(args.margins)
+        raise InputError(f"the results hold one tutor ({tutors}); a comparison needs two.")
+    edges = None if args.no_margins else parse_margins(args.margins)
     built = build_pairs(rows, combos, edges, args.sample, args.seed)
     if not built.pairs:
-        raise ValueError(f"no item has usable dialogues of both tutors of any of {combos}.")
+        raise InputError(f"no item has usable dialogues of both tutors of any of {combos}.")
     write_pairs(args.out, built.pairs)
     margins = {m: sum(p.margin == m for p in built.pairs) for m in ("low", "medium", "high", None)}
     print(
@@ -128,16 +131,6 @@ def run_build(args: argparse.Namespace) -> int:
         f"high {margins['high']}, none {margins[None]}"
     )
     return 0
-
-
-def _edges(text: str) -> tuple[float, float]:
-    low, sep, high = text.partition(",")
-    try:
-        if not sep:
-            raise ValueError
-        return float(low), float(high)
-    except ValueError as exc:
-        raise ValueError(f"--margins {text!r} must be two numbers LOW,HIGH (e.g. 5,15).") from exc
 
 
 def run_add_annotator(args: argparse.Namespace) -> int:
@@ -162,7 +155,7 @@ def run_serve(args: argparse.Namespace) -> int:
     new = sum(store.load_pairs(read_pairs(path)) for path in args.pairs)
     total = len(store.pairs())
     if total == 0:
-        raise ValueError("the study holds no pairs; pass --pairs FILE (from `pearl-verl compare build-pairs`).")
+        raise InputError("the study holds no pairs; pass --pairs FILE (from `pearl-verl compare build-pairs`).")
     if not _loopback(args.host):
         print(
             f"warning: binding {args.host} makes the study reachable from other machines; serve it behind HTTPS "
@@ -208,7 +201,7 @@ def run_report(args: argparse.Namespace) -> int:
     if args.export is not None:
         rows, skipped = export_rows(votes, store.pairs(), args.export_unit)
         if not rows:
-            raise ValueError(
+            raise InputError(
                 f"no vote can be exported for eval-rm (left out: {dict(skipped)}); it needs decided votes on pairs "
                 "with a margin bucket (build pairs from a judged eval-tutor run)."
             )

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.episode import EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.eval.rm import MARGINS
 from pearl_verl.jsonl import read_unique_records
+from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
 
-FAILED_END_REASONS: frozenset[str] = frozenset({"student_error", "tutor_error"})
 """Dialogues cut short by a backend failure say nothing about the tutor; they are never paired."""
 
 DEFAULT_MARGIN_EDGES: tuple[float, float] = (5.0, 15.0)
@@ -65,14 +66,14 @@ class ComparisonPair:
 
     def __post_init__(self) -> None:
         if self.tutor_a == self.tutor_b:
-            raise ValueError(f"pair {self.pair_id}: tutor_a and tutor_b are both {self.tutor_a!r}.")
+            raise InputError(f"pair {self.pair_id}: tutor_a and tutor_b are both {self.tutor_a!r}.")
         if self.a.problem != self.b.problem or self.a.condition != self.b.condition:
-            raise ValueError(
+            raise InputError(
                 f"pair {self.pair_id}: both dialogues must tutor the same problem for the same student condition "
                 f"(got {self.a.problem.problem_id!r} vs {self.b.problem.problem_id!r})."
             )
         if self.margin is not None and self.margin not in MARGINS:
-            raise ValueError(f"pair {self.pair_id}: margin={self.margin!r} must be one of {list(MARGINS)} or null.")
+            raise InputError(f"pair {self.pair_id}: margin={self.margin!r} must be one of {list(MARGINS)} or null.")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,11 +109,11 @@ def margin_bucket(gap: float, edges: tuple[float, float] = DEFAULT_MARGIN_EDGES)
     """``low`` below ``edges[0]``, ``medium`` below ``edges[1]``, else ``high`` (``gap`` on 0-100).
 
     Raises:
-        ValueError: for edges that are not ``0 <= low <= medium``.
+        InputError: for edges that are not ``0 <= low <= medium``.
     """
     low, medium = edges
     if not 0 <= low <= medium:
-        raise ValueError(f"margin edges {edges} must satisfy 0 <= low <= medium (0-100 scale).")
+        raise InputError(f"margin edges {edges} must satisfy 0 <= low <= medium (0-100 scale).")
     gap = abs(gap)
     return MARGINS[0] if gap < low else MARGINS[1] if gap < medium else MARGINS[2]
 
@@ -120,7 +121,7 @@ def margin_bucket(gap: float, edges: tuple[float, float] = DEFAULT_MARGIN_EDGES)
 def usable(row: Mapping[str, Any]) -> bool:
     """Whether a result line holds a dialogue worth showing teachers (the judge may have failed)."""
     episode = row.get("episode")
-    return episode is not None and not row.get("error") and episode.get("end_reason") not in FAILED_END_REASONS
+    return episode is not None and not row.get("error") and episode.get("end_reason") not in FAILED_EPISODE_REASONS
 
 
 def _score(row: Mapping[str, Any]) -> float | None:
@@ -135,11 +136,11 @@ def tutor_pairs(
     """Which (tutor_a, tutor_b) to compare: ``explicit``, else ``focal`` against each other, else all.
 
     Raises:
-        ValueError: naming a tutor that is not in ``tutors``.
+        InputError: naming a tutor that is not in ``tutors``.
     """
     for name in [focal, *(t for pair in explicit for t in pair)]:
         if name is not None and name not in tutors:
-            raise ValueError(f"tutor {name!r} is not in the results; they hold {list(tutors)}.")
+            raise InputError(f"tutor {name!r} is not in the results; they hold {list(tutors)}.")
     if explicit:
         return list(dict.fromkeys(explicit))
     if focal is not None:
@@ -179,11 +180,11 @@ def build_pairs(
         seed: draws the sample.
 
     Raises:
-        ValueError: when two dialogues of one item differ in problem or condition (the row ids are
+        InputError: when two dialogues of one item differ in problem or condition (the row ids are
             named), or ``sample < 1``.
     """
     if sample is not None and sample < 1:
-        raise ValueError(f"sample={sample} must be >= 1.")
+        raise InputError(f"sample={sample} must be >= 1.")
     by_item: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
     for row in rows:
         if usable(row):
@@ -216,9 +217,9 @@ def _pair(
     try:
         a, b = EpisodeRecord.from_dict(row_a["episode"]), EpisodeRecord.from_dict(row_b["episode"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"result {row_a.get('id')!r} or {row_b.get('id')!r} holds no valid episode: {exc}") from exc
+        raise InputError(f"result {row_a.get('id')!r} or {row_b.get('id')!r} holds no valid episode: {exc}") from exc
     if a.problem != b.problem or a.condition != b.condition:
-        raise ValueError(
+        raise InputError(
             f"results {row_a.get('id')!r} and {row_b.get('id')!r} share item {item_id!r} but not its problem and "
             "student condition (runs with different problem files mixed?); pair runs of one eval-tutor manifest."
         )
@@ -242,7 +243,7 @@ def read_pairs(path: Path) -> list[ComparisonPair]:
     """Every pair of a ``build-pairs`` file.
 
     Raises:
-        ValueError: for a malformed line or a repeated pair id (file and line are named).
+        InputError: for a malformed line or a repeated pair id (file and line are named).
     """
     return read_unique_records(
         path, lambda data, _: ComparisonPair.from_dict(data), lambda p: p.pair_id, "comparison pair", "pair id"
@@ -256,25 +257,25 @@ def read_runs(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], list[str]]:
     one, then any other tutor in order of first appearance.
 
     Raises:
-        ValueError: for a path without results, or one result id holding different lines in two runs.
+        InputError: for a path without results, or one result id holding different lines in two runs.
     """
     from pearl_verl.eval.protocol import read_manifest
-    from pearl_verl.eval.runner import RESULTS, read_results
+    from pearl_verl.eval.runner import RESULTS, read_tutor_results
 
     rows: dict[str, dict[str, Any]] = {}
     where: dict[str, Path] = {}
     tutors: list[str] = []
     for path in paths:
         results = path / RESULTS if path.is_dir() else path
-        if not results.is_file():
-            raise ValueError(f"{path} is neither an eval-tutor run directory nor a results file (no {results}).")
+        if path.is_dir() and not results.is_file():
+            raise InputError(f"{path}: not an eval-tutor run directory (it has no {RESULTS}).")
         if path.is_dir() and (manifest := read_manifest(path)) is not None:
             tutors += list(manifest.tutors)
-        for key, row in read_results(results).items():
+        for key, row in read_tutor_results(results).items():
             if key in rows and rows[key] != row:
-                raise ValueError(f"result {key!r} differs between {where[key]} and {results}; pass one of them.")
+                raise InputError(f"result {key!r} differs between {where[key]} and {results}; pass one of them.")
             rows[key], where[key] = row, results
             tutors.append(str(row["tutor"]))
     if not rows:
-        raise ValueError(f"no eval-tutor results in {[str(p) for p in paths]}.")
+        raise InputError(f"no eval-tutor results in {[str(p) for p in paths]}.")
     return list(rows.values()), list(dict.fromkeys(tutors))

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed, numbers_in
+from pearl_verl.errors import InputError, located
+from pearl_verl.jsonl import input_file, parse_line
 from pearl_verl.problem import Problem
 
 logger = logging.getLogger(__name__)
@@ -60,35 +62,12 @@ class RowError:
         return f"{where}: field '{self.field}': {self.message}"
 
 
-class SourceError(ValueError):
+class SourceError(InputError):
     """Raised for a malformed row; ``error`` says where."""
 
     def __init__(self, error: RowError):
         super().__init__(str(error))
         self.error = error
-
-
-def parse_json_line(line: str, path: str, line_no: int) -> dict[str, Any]:
-    """One JSONL line as an object.
-
-    Raises:
-        SourceError: when the line is not a JSON object.
-    """
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise SourceError(RowError(path, line_no, "<line>", f"not valid JSON ({exc.msg})")) from None
-    if not isinstance(row, dict):
-        raise SourceError(RowError(path, line_no, "<line>", f"expected an object, got {type(row).__name__}"))
-    return row
-
-
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) per non-empty line; raises SourceError at the first malformed line."""
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if line.strip():
-                yield line_no, parse_json_line(line, str(path), line_no)
 
 
 def _text(row: dict[str, Any], key: str, path: str, line: int) -> str:
@@ -182,11 +161,11 @@ def load_source(
         (items, errors); errors is empty unless ``skip_errors``.
 
     Raises:
-        ValueError: unknown kind, unreadable file type, or a hub dataset that cannot be loaded;
+        InputError: unknown kind, unreadable file type, or a hub dataset that cannot be loaded;
             SourceError: a malformed row when not skipping.
     """
     if kind not in READERS:
-        raise ValueError(f"Unknown source kind {kind!r}; expected one of {sorted(READERS)}.")
+        raise InputError(f"Unknown source kind {kind!r}; expected one of {sorted(READERS)}.")
     spec = str(path)
     if spec == FIXTURE_ALIAS:
         path = spec = str(FIXTURES[kind])
@@ -232,33 +211,63 @@ def file_records(path: str | Path) -> Iterator[RawRecord]:
     """Records of a local file: JSONL by line, a JSON list or parquet by row (1-based).
 
     Raises:
-        ValueError: for a missing file or another suffix.
+        InputError: for a missing path, a directory, another suffix, or a JSON or parquet file
+            that cannot be read as a whole (a bad JSONL line is yielded as its SourceError).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"Source file {path} does not exist.")
+    path = input_file(path, "source file")
     if path.suffix == ".jsonl":
-        with open(path, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, start=1):
-                if line.strip():
+        with path.open("rb") as handle:
+            for line_no, raw in enumerate(handle, start=1):
+                if raw.strip():
                     try:
-                        yield line_no, parse_json_line(line, str(path), line_no)
-                    except SourceError as exc:
-                        yield line_no, exc
+                        yield line_no, _object_line(parse_line(raw), str(path), line_no)
+                    except InputError as exc:
+                        yield line_no, exc if isinstance(exc, SourceError) else _line_error(str(path), line_no, exc)
     elif path.suffix == ".json":
         try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
+            rows = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise SourceError(RowError(str(path), 1, "<file>", f"not UTF-8 text (byte {exc.start + 1})")) from None
         except json.JSONDecodeError as exc:
             raise SourceError(RowError(str(path), exc.lineno, "<file>", f"not valid JSON ({exc.msg})")) from None
         if not isinstance(rows, list):
             raise SourceError(RowError(str(path), 1, "<file>", f"expected a JSON list, got {type(rows).__name__}"))
         yield from _objects(rows, str(path))
     elif path.suffix == ".parquet":
-        import pandas as pd
-
-        yield from _objects(pd.read_parquet(path).to_dict(orient="records"), str(path))
+        yield from _objects(read_parquet_rows(path), str(path))
     else:
-        raise ValueError(f"Source file {path} has suffix {path.suffix!r}; expected .jsonl, .json or .parquet.")
+        raise located(path, None, f"has suffix {path.suffix!r}; expected .jsonl, .json or .parquet.")
+
+
+def read_parquet_frame(path: str | Path, what: str = "parquet file") -> Any:
+    """A parquet file as a pandas DataFrame.
+
+    Raises:
+        InputError: naming the file when it is missing, a directory, or not parquet (pyarrow's
+            reason quoted), instead of pyarrow's ``ArrowInvalid`` traceback.
+    """
+    import pandas as pd
+
+    path = input_file(path, what)
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise located(path, None, f"is not a readable parquet file ({exc}).") from None
+
+
+def read_parquet_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Every row of a parquet file as a dict (errors as :func:`read_parquet_frame`)."""
+    return read_parquet_frame(path).to_dict(orient="records")
+
+
+def _object_line(value: Any, path: str, line_no: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SourceError(RowError(path, line_no, "<line>", f"expected an object, got {type(value).__name__}"))
+    return value
+
+
+def _line_error(path: str, line_no: int, exc: InputError) -> SourceError:
+    return SourceError(RowError(path, line_no, "<line>", str(exc)))
 
 
 def _objects(rows: Iterable[Any], where: str) -> Iterator[RawRecord]:
@@ -277,11 +286,11 @@ def parse_hf_spec(spec: str) -> tuple[str, str | None, str]:
     """``hf:<dataset>[:<config>]@<split>`` as (dataset, config, split).
 
     Raises:
-        ValueError: naming the expected form, for anything else.
+        InputError: naming the expected form, for anything else.
     """
     match = _HF_SPEC.match(spec)
     if not match:
-        raise ValueError(
+        raise InputError(
             f"Hugging Face source {spec!r} must look like hf:<dataset>[:<config>]@<split>, "
             "e.g. hf:openai/gsm8k:main@test or hf:HuggingFaceH4/MATH-500@test."
         )
@@ -292,18 +301,18 @@ def hf_records(name: str, config: str | None, split: str) -> Iterator[RawRecord]
     """Rows of a Hugging Face dataset split through the ``datasets`` library, numbered from 1.
 
     Raises:
-        ValueError: when the dataset cannot be loaded (offline machine, unknown name, config or
+        InputError: when the dataset cannot be loaded (offline machine, unknown name, config or
             split), with the library's reason and the local-file alternative.
     """
     try:
         import datasets
     except ImportError as exc:
-        raise ValueError("Hugging Face sources need the `datasets` package (pip install datasets).") from exc
+        raise InputError("Hugging Face sources need the `datasets` package (pip install datasets).") from exc
     try:
         dataset = datasets.load_dataset(name, config, split=split)
     except (OSError, ValueError) as exc:  # the hub's errors: ConnectionError, DatasetNotFoundError, ...
         where = f"{name}" + (f" (config {config})" if config else "") + f", split {split}"
-        raise ValueError(
+        raise InputError(
             f"Could not load the Hugging Face dataset {where}: {type(exc).__name__}: {exc}. "
             "If this machine is offline (HF_HUB_OFFLINE=1 or no network), download the data elsewhere and pass "
             "the local .jsonl/.json/.parquet file instead, e.g. gsm8k=path/to/test.jsonl."

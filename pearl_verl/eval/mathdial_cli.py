@@ -18,6 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
+from pearl_verl.errors import InputError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -37,29 +39,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pearl_verl.eval.mathdial import curves, episode_indices, human_indices, mathdial_markdown
     from pearl_verl.eval.plots import line_with_ci
-    from pearl_verl.eval.runner import episodes_of, read_results
+    from pearl_verl.eval.runner import episodes_of, read_tutor_results
+    from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
 
     if not args.results and args.human is None:
-        raise ValueError("give --results (eval-tutor dialogues) and/or --human (the MathDial test file).")
+        raise InputError("give --results (eval-tutor dialogues) and/or --human (the MathDial test file).")
     table = {}
     if args.human is not None:
         from pearl_verl.data.location import dataset_file
-        from pearl_verl.data.sources import read_jsonl
+        from pearl_verl.jsonl import read_objects
 
-        found = [human_indices(row) for _, row in read_jsonl(dataset_file(args.human))]
+        found = [human_indices(row) for _, row in read_objects(dataset_file(args.human), "MathDial file")]
         table["Human teachers (MathDial data)"] = curves([i for i in found if i is not None], args.max_k)
     for path in args.results:
-        if not path.is_file():
-            raise ValueError(f"results file {path} does not exist.")
         by_tutor: dict[str, list] = {}
-        for row, episode in episodes_of(read_results(path)):
-            if row.get("simulator") == args.simulator and row["episode"]["end_reason"] not in (
-                "student_error",
-                "tutor_error",
-            ):
+        for row, episode in episodes_of(read_tutor_results(path)):
+            if row.get("simulator") == args.simulator and episode.end_reason not in FAILED_EPISODE_REASONS:
                 by_tutor.setdefault(str(row["tutor"]), []).append(episode_indices(episode))
         if not by_tutor:
-            raise ValueError(f"{path} has no usable dialogue with simulator {args.simulator!r}.")
+            raise InputError(f"{path} has no usable dialogue with simulator {args.simulator!r}.")
         table.update({name: curves(found, args.max_k) for name, found in by_tutor.items()})
     markdown = mathdial_markdown(table, args.max_k)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.answers import answers_match, gsm8k_final_answer
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import read_json, read_objects
 from pearl_verl.llm.types import Message
 
 QUESTION_WORDS = frozenset(
@@ -124,15 +126,14 @@ class Example:
 
 def _read(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
-        raise ValueError(
+        raise InputError(
             f"MathTutorBench data file {path} does not exist; point --data-dir (or PEARL_VERL_DATA_DIR) at a folder "
             "laid out like the repository's data/: gsm8k/test.jsonl, "
             "gsm8k/test_socratic.jsonl, stepverify/dataset.json, mathtutorbench/mathdial_bridge(_hard).json."
         )
-    text = path.read_text(encoding="utf-8")
-    return (
-        json.loads(text) if path.suffix == ".json" else [json.loads(line) for line in text.splitlines() if line.strip()]
-    )
+    if path.suffix == ".json":
+        return read_json(path, "MathTutorBench data file")
+    return [row for _, row in read_objects(path, "MathTutorBench data file")]
 
 
 def _steps(steps: Sequence[str]) -> str:
@@ -177,10 +178,10 @@ def build_examples(task: str, data_dir: Path, limit: int | None = None) -> list[
     """The examples of one task (the first ``limit`` source rows when given).
 
     Raises:
-        ValueError: for an unknown task or a missing data file.
+        InputError: for an unknown task or a missing data file.
     """
     if task not in TASKS:
-        raise ValueError(f"unknown MathTutorBench task {task!r}; tasks: {list(TASKS)}.")
+        raise InputError(f"unknown MathTutorBench task {task!r}; tasks: {list(TASKS)}.")
     rows = _read(data_dir / DATA_FILES[task])[:limit]
     return list(_examples(task, rows))
 
@@ -290,12 +291,12 @@ def sentence_bleu(hypothesis: str, references: Sequence[str]) -> float:
     """sacreBLEU's sentence BLEU (0-100) with its default settings.
 
     Raises:
-        ValueError: when sacrebleu is not installed (it is a dependency of pearl_verl).
+        InputError: when sacrebleu is not installed (it is a dependency of pearl_verl).
     """
     try:
         import sacrebleu
     except ImportError as exc:
-        raise ValueError("socratic_questioning needs sacrebleu: pip install sacrebleu") from exc
+        raise InputError("socratic_questioning needs sacrebleu: pip install sacrebleu") from exc
     return float(sacrebleu.sentence_bleu(hypothesis, list(references)).score)
 
 

@@ -21,7 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
+from pearl_verl.jsonl import read_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,14 +61,14 @@ def _backend(args: argparse.Namespace) -> tuple[Any, str]:
 
     sampling = SamplingConfig(temperature=args.temperature, max_tokens=args.max_tokens)
     if bool(args.model_hf) == bool(args.model_base_url):
-        raise ValueError("give the model under test as --model-base-url URL --model NAME, or as --model-hf PATH.")
+        raise InputError("give the model under test as --model-base-url URL --model NAME, or as --model-hf PATH.")
     if args.model_hf:
         from pearl_verl.eval.hf_backend import HFChatBackend
 
         backend = HFChatBackend(args.model_hf, sampling)
         return backend, backend.name
     if not args.model:
-        raise ValueError("--model-base-url needs --model (the served model name).")
+        raise InputError("--model-base-url needs --model (the served model name).")
     from pearl_verl.llm.client import OpenAIChatClient
     from pearl_verl.llm.types import EndpointConfig
 
@@ -87,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
     tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else list(TASKS)
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
-        raise ValueError(f"unknown task(s) {unknown}; tasks: {list(TASKS)}.")
+        raise InputError(f"unknown task(s) {unknown}; tasks: {list(TASKS)}.")
     if args.concurrency < 1:
-        raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
+        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     examples = [e for t in tasks for e in build_examples(t, data_dir(args.data_dir), args.limit)]
     backend, model_name = _backend(args)
     rm = None
@@ -97,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
         from pearl_verl.eval.hf_backend import HFRewardModel
 
         rm = HFRewardModel(args.ped_rm_path)
-    prompt = (
-        args.ped_rm_system_prompt.read_text(encoding="utf-8") if args.ped_rm_system_prompt else MTB_STYLE_SYSTEM_PROMPT
-    )
+    prompt = MTB_STYLE_SYSTEM_PROMPT
+    if args.ped_rm_system_prompt:
+        prompt = read_text(args.ped_rm_system_prompt, "system prompt file")
     output = args.out / "mtb_generations.jsonl"
     existing = read_results(output)
     todo = [

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.data.conditions import ConditionSampler
+from pearl_verl.errors import InputError
 from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.problem import Problem
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
@@ -57,9 +58,9 @@ class EvalProtocol:
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
-            raise ValueError(f"max_turns={self.max_turns} must be >= 1 (paper: 20 in evaluation).")
+            raise InputError(f"max_turns={self.max_turns} must be >= 1 (paper: 20 in evaluation).")
         if self.ability not in ABILITIES:
-            raise ValueError(f"ability={self.ability!r} must be one of {list(ABILITIES)}.")
+            raise InputError(f"ability={self.ability!r} must be one of {list(ABILITIES)}.")
         self.sampling()
         ConditionSampler(misconception_rate=self.misconception_rate)
 
@@ -136,25 +137,30 @@ def load_eval_problems(paths: Sequence[str | Path], limit: int | None = None) ->
             continue
         problems += [SourceProblem(i.problem, i.misconception) for i in load_problems(path, limit)]
     if not problems:
-        raise ValueError(f"no problems in {[str(p) for p in paths]}.")
+        raise InputError(f"no problems in {[str(p) for p in paths]}.")
     return problems
 
 
 def _prepared_parquet(path: Path, limit: int | None) -> list[SourceProblem] | None:
     if path.suffix != ".parquet":
         return None
-    import pandas as pd
-
+    from pearl_verl.data.sources import read_parquet_rows
     from pearl_verl.sample import EXTRA_INFO_KEY, PearlSample
 
-    frame = pd.read_parquet(path)
-    if "extra_info" not in frame.columns or "prompt" not in frame.columns:
+    rows = read_parquet_rows(path)[:limit]
+    if not rows or "prompt" not in rows[0] or not isinstance(rows[0].get("extra_info"), Mapping):
         return None
-    rows = frame.to_dict(orient="records")[:limit]
-    if not rows or not isinstance(rows[0]["extra_info"], Mapping) or EXTRA_INFO_KEY not in rows[0]["extra_info"]:
+    if EXTRA_INFO_KEY not in rows[0]["extra_info"]:
         return None
-    samples = [PearlSample.from_row(row["extra_info"], list(row["prompt"])) for row in rows]
-    return [SourceProblem(s.problem, s.condition.misconception, s.condition) for s in samples]
+    problems = []
+    for number, row in enumerate(rows, start=1):
+        try:
+            sample = PearlSample.from_row(row["extra_info"], list(row["prompt"]))
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
+            reason = str(exc) if isinstance(exc, InputError) else f"extra_info: {type(exc).__name__}: {exc}"
+            raise InputError(f"{path}: row {number}: {reason}") from None
+        problems.append(SourceProblem(sample.problem, sample.condition.misconception, sample.condition))
+    return problems
 
 
 def draw_items(problems: Sequence[SourceProblem], protocol: EvalProtocol) -> list[EvalItem]:
@@ -208,7 +214,7 @@ class Manifest:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Manifest:
         if data.get("version") != MANIFEST_VERSION:
-            raise ValueError(f"manifest version {data.get('version')!r} is not {MANIFEST_VERSION}.")
+            raise InputError(f"manifest version {data.get('version')!r} is not {MANIFEST_VERSION}.")
         return cls(
             EvalProtocol(**data["protocol"]),
             tuple(EvalItem.from_dict(i) for i in data["items"]),
@@ -242,30 +248,30 @@ def resolve_manifest(folder: Path, fresh: Manifest) -> Manifest:
     simulators are added.
 
     Raises:
-        ValueError: naming what differs, when the directory holds a run with other settings.
+        InputError: naming what differs, when the directory holds a run with other settings.
     """
     stored = read_manifest(folder)
     if stored is None:
         return fresh
     where = folder / MANIFEST
     if stored.protocol != fresh.protocol:
-        raise ValueError(
+        raise InputError(
             f"{where} was run with protocol {stored.protocol.to_dict()}, not {fresh.protocol.to_dict()}; "
             "results with different protocols cannot share a table. Use a new --out directory."
         )
     if [i.to_dict() for i in stored.items] != [i.to_dict() for i in fresh.items]:
-        raise ValueError(
+        raise InputError(
             f"{where} holds {len(stored.items)} items drawn from other problems (or limits) than the "
             f"{len(fresh.items)} given now; pass the same problem files and --limit, or use a new --out directory."
         )
     if dict(stored.setup) != dict(fresh.setup):
-        raise ValueError(
+        raise InputError(
             f"{where} was run with settings {dict(stored.setup)}, not {dict(fresh.setup)} (student or judge "
             "changed); use a new --out directory."
         )
     for name, described in fresh.tutors.items():
         if name in stored.tutors and stored.tutors[name] != described:
-            raise ValueError(
+            raise InputError(
                 f"{where} already has a tutor named {name!r} run as {stored.tutors[name]}; give the new one "
                 "another name."
             )

@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pearl_verl.episode import TUTOR, EpisodeRecord
+from pearl_verl.errors import InputError
 from pearl_verl.eval.stats import Estimate, wilson_ci
+from pearl_verl.jsonl import read_unique_records
 from pearl_verl.judge.fields import reward_info, reward_score
 from pearl_verl.judge.types import TutoringJudge
-from pearl_verl.jsonl import read_unique_records
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
 
 logger = logging.getLogger(__name__)
@@ -56,11 +57,11 @@ class PreferencePair:
 
     def __post_init__(self) -> None:
         if self.preferred not in SIDES:
-            raise ValueError(f"pair {self.id}: preferred={self.preferred!r} must be 'a' or 'b'.")
+            raise InputError(f"pair {self.id}: preferred={self.preferred!r} must be 'a' or 'b'.")
         if self.margin not in MARGINS:
-            raise ValueError(f"pair {self.id}: margin={self.margin!r} must be one of {list(MARGINS)}.")
+            raise InputError(f"pair {self.id}: margin={self.margin!r} must be one of {list(MARGINS)}.")
         if self.a.problem != self.b.problem or self.a.condition != self.b.condition:
-            raise ValueError(
+            raise InputError(
                 f"pair {self.id}: both dialogues must tutor the same problem for the same student condition "
                 f"(got {self.a.problem.problem_id!r} vs {self.b.problem.problem_id!r})."
             )
@@ -79,7 +80,7 @@ def read_pairs(path: Path) -> list[PreferencePair]:
     """Every pair of a JSONL file.
 
     Raises:
-        ValueError: for a malformed line or a repeated id (file and line are named).
+        InputError: for a malformed line or a repeated id (file and line are named).
     """
     return read_unique_records(path, _preference_pair, lambda p: p.id, "preference pair", "pair id")
 
@@ -294,6 +295,21 @@ def agreement_markdown(label: str, result: Mapping[str, Any]) -> str:
     return f"{title}\n\n{note}\n\n{head}\n|---|---|---|---|---|---|---|\n{row}\n"
 
 
+def parse_margins(text: str) -> tuple[float, float]:
+    """``--margins LOW,HIGH``: the score gaps (0-100) that split low/medium and medium/high margins.
+
+    Raises:
+        InputError: for anything but two numbers.
+    """
+    low, sep, high = text.partition(",")
+    try:
+        if not sep:
+            raise ValueError(text)
+        return float(low), float(high)
+    except ValueError:
+        raise InputError(f"--margins {text!r} must be two numbers LOW,HIGH (e.g. 5,15).") from None
+
+
 def pairs_from_results(
     rows: Sequence[Mapping[str, Any]], tutor_a: str, tutor_b: str, thresholds: tuple[float, float] = (5.0, 15.0)
 ) -> list[PreferencePair]:
@@ -308,7 +324,7 @@ def pairs_from_results(
 
     low, medium = thresholds
     if not 0 <= low <= medium:
-        raise ValueError(f"margin thresholds {thresholds} must satisfy 0 <= low <= medium (0-100 scale).")
+        raise InputError(f"margin thresholds {thresholds} must satisfy 0 <= low <= medium (0-100 scale).")
     by_item: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
     for row in rows:
         if row["tutor"] in (tutor_a, tutor_b) and judged(row):

@@ -26,7 +26,9 @@ import argparse
 import json
 from pathlib import Path
 
+from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_judge_flags, add_progress_flag
+from pearl_verl.jsonl import read_text
 
 MTB_STYLE_SYSTEM_PROMPT = (
     "Rate the pedagogical quality of the teacher's responses: good scaffolding, correct and actionable feedback "
@@ -69,21 +71,19 @@ def run(args: argparse.Namespace) -> int:
     if args.make_pairs is not None:
         return _make_pairs(args)
     if args.pairs is None or args.out is None:
-        raise ValueError("give the pairs file and --out (or --make-pairs RESULTS --pair-tutors A,B --pairs-out FILE).")
+        raise InputError("give the pairs file and --out (or --make-pairs RESULTS --pair-tutors A,B --pairs-out FILE).")
     return _evaluate(args)
 
 
 def _make_pairs(args: argparse.Namespace) -> int:
-    from pearl_verl.eval.rm import pairs_from_results
-    from pearl_verl.eval.runner import read_results
+    from pearl_verl.eval.rm import pairs_from_results, parse_margins
+    from pearl_verl.eval.runner import read_tutor_results
 
     tutors = (args.pair_tutors or "").split(",")
     if len(tutors) != 2 or not all(tutors) or args.pairs_out is None:
-        raise ValueError("--make-pairs needs --pair-tutors TUTOR_A,TUTOR_B and --pairs-out FILE.")
-    low, _, high = args.margins.partition(",")
-    pairs = pairs_from_results(
-        list(read_results(args.make_pairs).values()), tutors[0], tutors[1], (float(low), float(high))
-    )
+        raise InputError("--make-pairs needs --pair-tutors TUTOR_A,TUTOR_B and --pairs-out FILE.")
+    margins = parse_margins(args.margins)
+    pairs = pairs_from_results(list(read_tutor_results(args.make_pairs).values()), tutors[0], tutors[1], margins)
     args.pairs_out.parent.mkdir(parents=True, exist_ok=True)
     with args.pairs_out.open("w", encoding="utf-8") as out:
         for pair in pairs:
@@ -104,7 +104,7 @@ def build_scorer(args: argparse.Namespace):
         return JudgeScorer(build_judge(judge_config(args)), label)
     if args.rm == "pairwise":
         if not args.rm_base_url or not args.rm_model:
-            raise ValueError("--rm pairwise needs --rm-base-url and --rm-model.")
+            raise InputError("--rm pairwise needs --rm-base-url and --rm-model.")
         from pearl_verl.llm.client import OpenAIChatClient
         from pearl_verl.llm.types import EndpointConfig
 
@@ -113,10 +113,12 @@ def build_scorer(args: argparse.Namespace):
         )
         return PairwiseScorer(OpenAIChatClient(endpoint), args.label or f"{args.rm_model} (pairwise)", args.seed)
     if not args.rm_path:
-        raise ValueError("--rm hf needs --rm-path (a local sequence-classification reward model directory).")
+        raise InputError("--rm hf needs --rm-path (a local sequence-classification reward model directory).")
     from pearl_verl.eval.hf_backend import HFRewardModel
 
-    prompt = args.rm_system_prompt.read_text(encoding="utf-8") if args.rm_system_prompt else MTB_STYLE_SYSTEM_PROMPT
+    prompt = MTB_STYLE_SYSTEM_PROMPT
+    if args.rm_system_prompt:
+        prompt = read_text(args.rm_system_prompt, "system prompt file")
     model = HFRewardModel(args.rm_path)
     return ScalarScorer(model, args.label or model.name, prompt)
 
@@ -132,14 +134,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     from pearl_verl.jsonl import drop_cut_tail
 
     if args.concurrency < 1:
-        raise ValueError(f"--concurrency {args.concurrency} must be >= 1.")
+        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     pairs = read_pairs(args.pairs)
     scorer = build_scorer(args)
     output = args.out / "rm_scores.jsonl"
     existing = read_results(output)
     labels = {r["reward_model"] for r in existing.values()}
     if labels and labels != {scorer.label}:
-        raise ValueError(f"{output} holds scores of {sorted(labels)}, not {scorer.label!r}; use another --out.")
+        raise InputError(f"{output} holds scores of {sorted(labels)}, not {scorer.label!r}; use another --out.")
     done = {k for k, r in existing.items() if r["ok"] or not args.retry_failed}
     todo = [p for p in pairs if p.id not in done]
     bar = progress_bar(args.progress, len(pairs), "pair", "eval-rm")

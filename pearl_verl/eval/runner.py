@@ -31,10 +31,11 @@ from typing import Any
 from pearl_verl.dims import JUDGE_OK_KEY
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.errors import InputError, located
 from pearl_verl.eval.protocol import EvalItem
+from pearl_verl.jsonl import drop_cut_tail, input_file, read_appended
 from pearl_verl.judge.fields import not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
-from pearl_verl.jsonl import drop_cut_tail, read_appended
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
 
@@ -62,19 +63,48 @@ def read_results(path: Path) -> dict[str, dict[str, Any]]:
     A last line a kill cut short is skipped with a warning (:func:`pearl_verl.jsonl.read_appended`).
 
     Raises:
-        ValueError: ``FILE:LINE: ...`` for any other line that is not a JSON object with an ``id``.
+        InputError: ``FILE:LINE: ...`` for any other line that is not a JSON object with an ``id``.
+    """
+    if not path.exists():
+        return {}
+    return {str(row["id"]): row for _, row in _result_lines(path)}
+
+
+TUTOR_RESULT_FIELDS = ("tutor", "simulator", "item_id", "episode")
+"""Fields every eval-tutor result line has (``episode`` is null for a dialogue that failed)."""
+
+
+def read_tutor_results(path: Path) -> dict[str, dict[str, Any]]:
+    """The eval-tutor result lines of a file a user names (build-pairs, eval-rm, eval-mathdial), checked.
+
+    Raises:
+        InputError: for a missing path or a directory; ``FILE:LINE: field: ...`` for a line
+            :func:`read_results` rejects, one without an eval-tutor field, or one whose episode
+            is not an episode record.
     """
     rows: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return rows
-    for number, row in read_appended(path):
-        if not isinstance(row, dict):
-            kind = type(row).__name__
-            raise ValueError(f"{path}:{number}: not a JSON object but a {kind}; a result line is one object.")
-        if "id" not in row:
-            raise ValueError(f"{path}:{number}: no 'id' field; every result line has one.")
+    for number, row in _result_lines(input_file(path, "eval-tutor results file")):
+        missing = [name for name in TUTOR_RESULT_FIELDS if name not in row]
+        if missing:
+            raise located(path, number, "missing; not an eval-tutor result line.", field=missing[0])
+        if row["episode"] is not None:
+            try:
+                EpisodeRecord.from_dict(row["episode"])
+            except (KeyError, TypeError, ValueError) as exc:
+                reason = f"not an episode record ({type(exc).__name__}: {exc})."
+                raise located(path, number, reason, field="episode") from None
         rows[str(row["id"])] = row
     return rows
+
+
+def _result_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, row in read_appended(input_file(path, "results file")):
+        if not isinstance(row, dict):
+            kind = type(row).__name__
+            raise located(path, number, f"not a JSON object but a {kind}; a result line is one object.")
+        if "id" not in row:
+            raise located(path, number, "missing; every result line has one.", field="id")
+        yield number, row
 
 
 @dataclass(frozen=True)
@@ -143,13 +173,13 @@ async def run_eval(
         on_start: called once with the number of jobs already done (progress bars).
 
     Raises:
-        ValueError: for ``concurrency < 1`` or a job naming an unknown tutor or simulator.
+        InputError: for ``concurrency < 1`` or a job naming an unknown tutor or simulator.
     """
     if concurrency < 1:
-        raise ValueError(f"concurrency={concurrency} must be >= 1.")
+        raise InputError(f"concurrency={concurrency} must be >= 1.")
     for job in jobs:
         if job.tutor not in tutors or job.simulator not in simulators:
-            raise ValueError(f"job {job.id} names an unknown tutor or simulator.")
+            raise InputError(f"job {job.id} names an unknown tutor or simulator.")
     existing = read_results(output)
     done = {key for key, row in existing.items() if row_ok(row) or not retry_failed}
     summary = RunSummary(planned=len(jobs))

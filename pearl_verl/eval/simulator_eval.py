@@ -16,16 +16,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pearl_verl.episode import EpisodeRecord
+from pearl_verl.errors import InputError, located
 from pearl_verl.eval.annotate import PLANNED_SOURCE, Annotator, annotation_row, labelled, turns_of
 from pearl_verl.eval.runner import read_results
 from pearl_verl.eval.stats import Estimate, wilson_ci
-from pearl_verl.jsonl import drop_cut_tail
+from pearl_verl.jsonl import drop_cut_tail, read_objects
 from pearl_verl.student.diversity import diversity_report
 from pearl_verl.student.taxonomy import BEHAVIOUR_TITLES, BEHAVIOURS
 from pearl_verl.student.types import ABILITY_LEVELS, ATTEMPT_OUTCOMES
@@ -57,32 +58,23 @@ def read_dialogues(path: Path, name: str | None = None) -> list[Dialogue]:
         name: simulator name for lines that do not carry one (default: the file stem).
 
     Raises:
-        ValueError: for a line that is neither shape (file and line are named).
+        InputError: for a line that is neither shape (file and line are named).
     """
     dialogues = []
     default = name or path.stem
-    for number, row in enumerate(_lines(path), start=1):
+    # ``index`` counts non-blank lines: it names id-less dialogues as earlier versions did, so a
+    # resumed run finds their annotations; errors name the file's own line numbers.
+    for index, (number, row) in enumerate(read_objects(path, "dialogue file"), start=1):
         if "episode" in row and row["episode"] is None:
             continue  # an eval-tutor line whose dialogue failed: nothing to annotate
         try:
             episode = EpisodeRecord.from_dict(row.get("episode", row))
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}:{number} is not an eval-tutor result or an EpisodeRecord: {exc}") from exc
-        key = str(row.get("id", f"{default}|{path.stem}-{number}"))
+            reason = f"{type(exc).__name__}: {exc}"
+            raise located(path, number, f"not an eval-tutor result or an EpisodeRecord ({reason}).") from None
+        key = str(row.get("id", f"{default}|{path.stem}-{index}"))
         dialogues.append(Dialogue(key, str(row.get("simulator", default)), str(row.get("tutor", "")), episode))
     return dialogues
-
-
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.is_file():
-        raise ValueError(f"dialogue file {path} does not exist.")
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if text.strip():
-                try:
-                    yield json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{number} is not JSON: {exc.msg}") from exc
 
 
 async def annotate_dialogues(
@@ -96,12 +88,12 @@ async def annotate_dialogues(
     """Annotate every dialogue not yet in ``output``; returns (annotated now, already there).
 
     Raises:
-        ValueError: when ``output`` holds annotations from another source (planned vs an LLM).
+        InputError: when ``output`` holds annotations from another source (planned vs an LLM).
     """
     existing = read_results(output)
     sources = {row.get("source") for row in existing.values()}
     if existing and sources != {annotator.source}:
-        raise ValueError(
+        raise InputError(
             f"{output} holds annotations from {sorted(map(str, sources))}, not {annotator.source!r}; "
             "annotations from different sources cannot share one file: use another --out."
         )

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pearl_verl.episode import DialogueTurn
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import read_text
 from pearl_verl.llm.types import ChatBackend, EndpointConfig, Message, SamplingConfig
 from pearl_verl.problem import Problem
 from pearl_verl.tutor.policy import ChatTutor, TutorPolicy
@@ -58,21 +60,21 @@ class TutorSpec:
 
     def __post_init__(self) -> None:
         if not self.name or not set(self.name) <= _NAME_CHARS or "|" in self.name:
-            raise ValueError(
+            raise InputError(
                 f"tutor name={self.name!r} must be non-empty letters, digits or '-_.+' (it labels tables)."
             )
         kinds = [k for k in ("base_url", "hf", "scripted") if getattr(self, k)]
         if len(kinds) != 1:
-            raise ValueError(
+            raise InputError(
                 f"tutor {self.name!r} must set exactly one of base_url (+model), hf or scripted; got {kinds or 'none'}. "
                 "E.g. name=pearl,base_url=http://host:8000/v1,model=pearl-30b"
             )
         if self.base_url and not self.model:
-            raise ValueError(f"tutor {self.name!r} has base_url but no model=<served model name>.")
+            raise InputError(f"tutor {self.name!r} has base_url but no model=<served model name>.")
         if self.scripted and self.scripted not in SCRIPTED:
-            raise ValueError(f"tutor {self.name!r}: scripted={self.scripted!r} must be one of {list(SCRIPTED)}.")
+            raise InputError(f"tutor {self.name!r}: scripted={self.scripted!r} must be one of {list(SCRIPTED)}.")
         if self.instruction and not Path(self.instruction).is_file():
-            raise ValueError(f"tutor {self.name!r}: instruction file {self.instruction!r} does not exist.")
+            raise InputError(f"tutor {self.name!r}: instruction file {self.instruction!r} does not exist.")
 
     @property
     def kind(self) -> str:
@@ -96,19 +98,19 @@ def parse_tutor_spec(text: str) -> TutorSpec:
     """A :class:`TutorSpec` from ``key=value,key=value``.
 
     Raises:
-        ValueError: for a malformed pair or an unknown key (the valid keys are listed).
+        InputError: for a malformed pair or an unknown key (the valid keys are listed).
     """
     values: dict[str, str] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"tutor spec {text!r}: {part!r} is not key=value.")
+            raise InputError(f"tutor spec {text!r}: {part!r} is not key=value.")
         values[key.strip()] = value.strip()
     unknown = set(values) - _KEYS
     if unknown:
-        raise ValueError(f"tutor spec {text!r} has unknown key(s) {sorted(unknown)}; valid keys: {sorted(_KEYS)}.")
+        raise InputError(f"tutor spec {text!r} has unknown key(s) {sorted(unknown)}; valid keys: {sorted(_KEYS)}.")
     if "name" not in values:
-        raise ValueError(f"tutor spec {text!r} needs name=<label>.")
+        raise InputError(f"tutor spec {text!r} needs name=<label>.")
     reference = values.pop("reference", "true").lower() not in ("0", "false", "no")
     timeout = float(values.pop("timeout", "600"))
     return TutorSpec(**values, reference=reference, timeout=timeout)
@@ -154,6 +156,6 @@ def build_tutor(spec: TutorSpec, sampling: SamplingConfig, concurrency: int = 64
         )
         backend = OpenAIChatClient(endpoint, sampling, seed=seed)
     if spec.instruction:
-        text = Path(spec.instruction).read_text(encoding="utf-8")
+        text = read_text(spec.instruction, "tutor instruction file")
         return InstructedChatTutor(backend, text, sampling, spec.reference)
     return ChatTutor(backend, sampling, spec.reference)

@@ -28,9 +28,10 @@ from typing import Any
 
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
 from pearl_verl.episode import EpisodeRecord
+from pearl_verl.errors import InputError, located
+from pearl_verl.jsonl import drop_cut_tail, input_file, parse_line, read_appended
 from pearl_verl.judge.fields import not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
-from pearl_verl.jsonl import end_with_newline
 
 logger = logging.getLogger(__name__)
 
@@ -91,17 +92,20 @@ class _Item:
 
 
 def stored_status(output: Path) -> dict[str, int]:
-    """``judge_ok`` of each id already in ``output``; the last line per id wins."""
+    """``judge_ok`` of each id already in ``output``; the last line per id wins.
+
+    Raises:
+        InputError: ``FILE:LINE: ...`` for a line that is not a result line, except a last line
+            a kill cut short (:func:`pearl_verl.jsonl.read_appended` skips that one).
+    """
     if not output.exists():
         return {}
     status: dict[str, int] = {}
-    with output.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            try:
-                row = json.loads(text)
-                status[str(row["id"])] = int(row[JUDGE_OK_KEY])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                logger.warning("%s:%d is not a complete result line (cut off by a kill?); ignored", output, number)
+    for number, row in read_appended(input_file(output, "results file")):
+        try:
+            status[str(row["id"])] = int(row[JUDGE_OK_KEY])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise located(output, number, f"not a judge result line ({type(exc).__name__}: {exc}).") from None
     return status
 
 
@@ -114,26 +118,27 @@ def read_items(path: Path) -> Iterator[_Item]:
     """Each input line as an item; malformed lines carry their error instead of an episode.
 
     Raises:
-        ValueError: when two lines share an id (results could not be told apart on resume).
+        InputError: when two lines share an id (results could not be told apart on resume).
     """
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
+    with input_file(path, "dialogue file").open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
                 continue
-            item = _parse_line(number, text)
+            item = _parse_line(number, raw)
             if item.id in seen:
-                raise ValueError(f"{path}:{number}: id {item.id!r} appears twice; give every dialogue a unique 'id'.")
+                message = f"{item.id!r} appears twice; give every dialogue a unique id."
+                raise located(path, number, message, field="id")
             seen.add(item.id)
             yield item
 
 
-def _parse_line(number: int, text: str) -> _Item:
+def _parse_line(number: int, raw: bytes) -> _Item:
     name = f"line-{number}"
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return _Item(number, name, None, f"invalid JSON: {exc}")
+        data = parse_line(raw)
+    except InputError as exc:  # not UTF-8 or not JSON: this line is flagged, the others are judged
+        return _Item(number, name, None, str(exc))
     if not isinstance(data, dict):
         return _Item(number, name, None, f"expected a JSON object, got {type(data).__name__}")
     key = str(data["id"]) if data.get("id") is not None else name
@@ -185,15 +190,15 @@ async def judge_file(
         on_done: called with each written row (progress bars, tests).
 
     Raises:
-        ValueError: for ``concurrency < 1`` or duplicate ids in the input.
+        InputError: for ``concurrency < 1`` or duplicate ids in the input.
     """
     if concurrency < 1:
-        raise ValueError(f"concurrency={concurrency} must be >= 1.")
+        raise InputError(f"concurrency={concurrency} must be >= 1.")
     stored = stored_status(output_path)
     summary = BatchSummary()
     queue: asyncio.Queue[_Item | None] = asyncio.Queue(maxsize=2 * concurrency)
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    end_with_newline(output_path)
+    drop_cut_tail(output_path)
     with output_path.open("a", encoding="utf-8") as out:
 
         async def worker() -> None:

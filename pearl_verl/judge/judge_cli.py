@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 
 if TYPE_CHECKING:
@@ -76,10 +78,8 @@ def run_judge(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         max_tokens=args.max_tokens,
     )
-    if not args.input.exists():
-        raise ValueError(f"input file {args.input} does not exist.")
-    if not _has_lines(args.input):
-        raise ValueError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
+    if not _has_lines(input_file(args.input, "dialogue file")):
+        raise InputError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
     judge = build_judge(config)
     progress = _progress(args.no_progress)
     summary = asyncio.run(
@@ -109,7 +109,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
 def _has_lines(path: Path) -> bool:
     """Whether ``path`` holds a non-blank line (stops at the first one)."""
-    with path.open(encoding="utf-8") as handle:
+    with path.open("rb") as handle:  # bytes: a line that is not UTF-8 is flagged later, with its number
         return any(line.strip() for line in handle)
 
 

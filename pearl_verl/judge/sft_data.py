@@ -33,6 +33,8 @@ from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.episode import EpisodeRecord
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import read_objects
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
 from pearl_verl.judge.prompt import canonical_output, judge_messages
 from pearl_verl.judge.rubric import RUBRIC, Rubric
@@ -83,7 +85,7 @@ class NoiseFilterConfig:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_spread <= 1.0:
-            raise ValueError(f"max_spread={self.max_spread!r} must lie in [0, 1] (dimension scores are in [0, 1]).")
+            raise InputError(f"max_spread={self.max_spread!r} must lie in [0, 1] (dimension scores are in [0, 1]).")
 
 
 @dataclass
@@ -161,23 +163,34 @@ def sft_row(
 
 
 def convert_records(
-    records: Iterable[Mapping[str, Any]], config: NoiseFilterConfig = NoiseFilterConfig(), rubric: Rubric = RUBRIC
+    records: Iterable[Mapping[str, Any]],
+    config: NoiseFilterConfig = NoiseFilterConfig(),
+    rubric: Rubric = RUBRIC,
+    locations: Sequence[str] | None = None,
 ) -> tuple[list[dict[str, Any]], FilterReport]:
     """Filter and convert annotated trajectories into SFT rows.
 
+    Args:
+        locations: where each record came from (``FILE:LINE``), named in errors; default ``record N``.
+
     Raises:
-        ValueError: for a record without an episode or annotations (a data-preparation bug, not noise).
+        InputError: for a record without an episode or annotations, or whose episode is malformed
+            (a data-preparation bug, not noise), naming its location.
     """
     report, rows = FilterReport(), []
     for number, record in enumerate(records, start=1):
         report.trajectories += 1
+        where = locations[number - 1] if locations is not None else f"record {number}"
         key = str(record.get("id", f"record-{number}"))
         if "episode" not in record or not ("annotations" in record or "annotation" in record):
-            raise ValueError(f"record {key} needs 'episode' and 'annotations' (or 'annotation'); has {sorted(record)}.")
+            raise InputError(f"{where}: needs 'episode' and 'annotations' (or 'annotation'); has {sorted(record)}.")
         annotations = record.get("annotations", [record.get("annotation")])
         if isinstance(annotations, str | Mapping):
             annotations = [annotations]
-        episode = EpisodeRecord.from_dict(record["episode"])
+        try:
+            episode = EpisodeRecord.from_dict(record["episode"])
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
+            raise InputError(f"{where}: episode: not an episode record ({type(exc).__name__}: {exc})") from None
         chosen = select_annotation(episode, list(annotations), config, report, rubric)
         if chosen is not None:
             report.kept += 1
@@ -200,17 +213,17 @@ def convert_file(
     """Convert a JSONL of annotated trajectories into parquet file(s) for verl's SFT trainer.
 
     Raises:
-        ValueError: for an invalid ``val_fraction``, invalid JSON, or a record without episode/annotations.
+        InputError: for an invalid ``val_fraction``, a bad input line, or a record without episode/annotations.
     """
     import pandas as pd
 
     if not 0.0 <= val_fraction < 1.0 or (val_fraction > 0) != (val_path is not None):
-        raise ValueError(
+        raise InputError(
             f"val_fraction={val_fraction} needs to be in [0, 1) and > 0 exactly when a validation path is given."
         )
-    with input_path.open(encoding="utf-8") as handle:
-        records = [json.loads(line) for line in handle if line.strip()]
-    rows, report = convert_records(records, config)
+    lines = list(read_objects(input_path, "annotated-trajectory file"))
+    locations = [f"{input_path}:{number}" for number, _ in lines]
+    rows, report = convert_records([record for _, record in lines], config, locations=locations)
     val = [r for r in rows if val_path is not None and is_validation(r["id"], val_fraction)]
     train = [r for r in rows if not (val_path is not None and is_validation(r["id"], val_fraction))]
     train_path.parent.mkdir(parents=True, exist_ok=True)

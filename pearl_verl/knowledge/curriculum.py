@@ -24,6 +24,9 @@ from typing import Any
 
 import networkx as nx
 
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import read_json
+
 CURRICULUM_SCHEMA = "pearl_verl.knowledge/curriculum@1"
 DEFAULT_CURRICULUM = "knowledge_curriculum.json"
 
@@ -69,7 +72,7 @@ class Curriculum:
         version: a version string, part of every decomposition's cache key.
 
     Raises:
-        ValueError: for duplicate ids, unknown prerequisites, invalid cue patterns, or a cycle.
+        InputError: for duplicate ids, unknown prerequisites, invalid cue patterns, or a cycle.
     """
 
     def __init__(self, units: Iterable[KnowledgeUnit], version: str):
@@ -77,20 +80,20 @@ class Curriculum:
         self.units: dict[str, KnowledgeUnit] = {}
         for unit in units:
             if unit.id in self.units:
-                raise ValueError(f"Curriculum unit id {unit.id!r} appears twice; ids must be unique.")
+                raise InputError(f"Curriculum unit id {unit.id!r} appears twice; ids must be unique.")
             self.units[unit.id] = unit
         self.graph = nx.DiGraph()
         self.graph.add_nodes_from(self.units)
         for unit in self.units.values():
             for prerequisite in unit.prerequisites:
                 if prerequisite not in self.units:
-                    raise ValueError(
+                    raise InputError(
                         f"Unit {unit.id!r} lists unknown prerequisite {prerequisite!r}; add that unit or fix the id."
                     )
                 self.graph.add_edge(prerequisite, unit.id)
         if not nx.is_directed_acyclic_graph(self.graph):
             cycle = " -> ".join(u for u, _ in nx.find_cycle(self.graph))
-            raise ValueError(f"Prerequisite rules contain a cycle ({cycle}); rules must form a DAG. Remove one edge.")
+            raise InputError(f"Prerequisite rules contain a cycle ({cycle}); rules must form a DAG. Remove one edge.")
         self._names: dict[str, str] = {}
         for unit in self.units.values():
             for name in (unit.id, unit.name, *unit.aliases):
@@ -140,24 +143,24 @@ def curriculum_from_dict(data: Mapping[str, Any]) -> Curriculum:
     """Build a :class:`Curriculum` from the JSON document format.
 
     Raises:
-        ValueError: for a wrong schema tag, a unit with missing or unknown fields, a bad regex, or
+        InputError: for a wrong schema tag, a unit with missing or unknown fields, a bad regex, or
             any error of :class:`Curriculum`.
     """
     if data.get("schema") != CURRICULUM_SCHEMA:
-        raise ValueError(f"Curriculum schema {data.get('schema')!r} is not {CURRICULUM_SCHEMA!r}.")
+        raise InputError(f"Curriculum schema {data.get('schema')!r} is not {CURRICULUM_SCHEMA!r}.")
     allowed = {"id", "name", "band", "description", "prerequisites", "cues", "aliases"}
     units = []
     for raw in data.get("units", []):
         unknown = set(raw) - allowed
         missing = {"id", "name", "band", "description"} - set(raw)
         if unknown or missing:
-            raise ValueError(
+            raise InputError(
                 f"Curriculum unit {raw.get('id')!r}: unknown fields {sorted(unknown)}, missing {sorted(missing)}."
             )
         try:
             patterns = tuple(re.compile(cue, re.IGNORECASE) for cue in raw.get("cues", ()))
         except re.error as exc:
-            raise ValueError(f"Curriculum unit {raw['id']!r} has an invalid cue regex: {exc}") from exc
+            raise InputError(f"Curriculum unit {raw['id']!r} has an invalid cue regex: {exc}") from exc
         units.append(
             KnowledgeUnit(
                 id=raw["id"],
@@ -171,7 +174,7 @@ def curriculum_from_dict(data: Mapping[str, Any]) -> Curriculum:
             )
         )
     if not units:
-        raise ValueError("Curriculum has no units.")
+        raise InputError("Curriculum has no units.")
     return Curriculum(units, str(data.get("version", "")))
 
 
@@ -179,7 +182,7 @@ def load_curriculum(path: str | Path | None = None) -> Curriculum:
     """The shipped curriculum (``path`` None, cached) or one read from a JSON file."""
     if path is None:
         return _default_curriculum()
-    return curriculum_from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+    return curriculum_from_dict(read_json(path, "curriculum file"))
 
 
 @lru_cache(maxsize=1)

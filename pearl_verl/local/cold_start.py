@@ -29,14 +29,14 @@ from omegaconf import OmegaConf
 
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.errors import InputError
+from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
 from pearl_verl.sample import PearlSample
 from pearl_verl.sft.filters import FilterConfig, drop_reason
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
 from pearl_verl.tutor.prompts import episode_messages
 from pearl_verl.tutor.styles import TEACHER_POOLS
-
-FAILED = ("student_error", "tutor_error")
 
 
 async def teacher_dialogues(
@@ -50,10 +50,10 @@ async def teacher_dialogues(
     """``per_sample`` teacher dialogues with each sample's student (own seeds), teachers in turn.
 
     Raises:
-        ValueError: for an unknown pool name.
+        InputError: for an unknown pool name.
     """
     if pool not in TEACHER_POOLS:
-        raise ValueError(f"cold-start teacher pool {pool!r} is not one of {sorted(TEACHER_POOLS)}.")
+        raise InputError(f"cold-start teacher pool {pool!r} is not one of {sorted(TEACHER_POOLS)}.")
     teachers: list[TutorPolicy] = [cls() for cls in TEACHER_POOLS[pool]]
     rng = random.Random(seed)
 
@@ -73,9 +73,9 @@ def keep_for_pool(episodes: list[EpisodeRecord], pool: str) -> list[EpisodeRecor
     learn to tell apart)."""
     if pool == "socratic":
         return keep_for_sft(episodes)
-    kept = [e for e in episodes if e.end_reason not in FAILED]
+    kept = [e for e in episodes if e.end_reason not in FAILED_EPISODE_REASONS]
     if not kept:
-        raise ValueError(f"every teacher dialogue failed: {dict(Counter(e.end_reason for e in episodes))}")
+        raise InputError(f"every teacher dialogue failed: {dict(Counter(e.end_reason for e in episodes))}")
     return kept
 
 
@@ -83,14 +83,14 @@ def keep_for_sft(episodes: list[EpisodeRecord], config: FilterConfig | None = No
     """The dialogues that pass ``gen-sft``'s per-dialogue filters.
 
     Raises:
-        ValueError: when none passes (with the count of each drop reason), since SFT on nothing
+        InputError: when none passes (with the count of each drop reason), since SFT on nothing
             would silently leave the model as it was.
     """
     config = config or FilterConfig()
     reasons = [drop_reason(e, None, config) for e in episodes]
     kept = [e for e, reason in zip(episodes, reasons) if reason is None]
     if not kept:
-        raise ValueError(f"no teacher dialogue passed the SFT filters: {dict(Counter(reasons))}")
+        raise InputError(f"no teacher dialogue passed the SFT filters: {dict(Counter(reasons))}")
     return kept
 
 
@@ -108,11 +108,12 @@ def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size:
     ``lr`` (None: the actor's) applies to these updates only; the actor's RL loss function and
     learning rate are restored afterwards.
     """
-    from pearl_verl.local.runtime import get_learning_rate, set_learning_rate
     from verl.utils import tensordict_utils as tu
     from verl.utils.dataset.dataset_utils import SFTTensorCollator
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
     from verl.workers.utils.losses import sft_loss
+
+    from pearl_verl.local.runtime import get_learning_rate, set_learning_rate
 
     dataset = MultiTurnSFTDataset(
         str(parquet), tokenizer, OmegaConf.create({"pad_mode": "no_padding", "max_length": max_length, "truncation": "right"})

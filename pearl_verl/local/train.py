@@ -28,12 +28,19 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits
+from pearl_verl.errors import InputError
 from pearl_verl.failure_guard import failure_cause_metrics
+from pearl_verl.judge.fields import reward_info, reward_score, should_judge
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.local.heldout import HeldOut
 from pearl_verl.local.models import prepare_model
-from pearl_verl.local.runtime import build_actor, compose_verl_config, device_overrides, policy_state_dict, setup_process
-from pearl_verl.judge.fields import reward_info, reward_score, should_judge
+from pearl_verl.local.runtime import (
+    build_actor,
+    compose_verl_config,
+    device_overrides,
+    policy_state_dict,
+    setup_process,
+)
 from pearl_verl.sample import PearlSample
 
 logger = logging.getLogger(__name__)
@@ -127,15 +134,15 @@ class LocalTrainConfig:
         for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every",
                      "eval_seeds"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 1.")
+                raise InputError(f"{name}={getattr(self, name)} must be >= 1.")
         if self.judge not in ("offline", *PROBES):
-            raise ValueError(f"judge={self.judge!r} must be one of {['offline', *PROBES]}.")
+            raise InputError(f"judge={self.judge!r} must be one of {['offline', *PROBES]}.")
         if self.group_size < 2:
-            raise ValueError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
+            raise InputError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
         from pearl_verl.tutor.styles import TEACHER_POOLS
 
         if self.cold_start_teachers not in TEACHER_POOLS:
-            raise ValueError(f"cold_start_teachers={self.cold_start_teachers!r} must be one of {sorted(TEACHER_POOLS)}.")
+            raise InputError(f"cold_start_teachers={self.cold_start_teachers!r} must be one of {sorted(TEACHER_POOLS)}.")
         self.ability_mix  # validates student_ability
 
     @property
@@ -146,7 +153,7 @@ class LocalTrainConfig:
         levels = list(ABILITY_LEVELS) if self.student_ability == "all" else [s.strip() for s in self.student_ability.split(",")]
         unknown = [level for level in levels if level not in ABILITY_LEVELS]
         if unknown or not levels:
-            raise ValueError(
+            raise InputError(
                 f"student_ability={self.student_ability!r} must be 'all' or a comma list of {list(ABILITY_LEVELS)}."
             )
         return {level: 1 / len(levels) for level in dict.fromkeys(levels)}
@@ -263,7 +270,7 @@ class LocalTrainer:
         items, _ = load_source(path, self.config.problems)
         needed = self.config.num_problems + self.config.eval_problems
         if len(items) < needed:
-            raise ValueError(
+            raise InputError(
                 f"{path} has {len(items)} problems; num_problems + eval_problems = {needed}. "
                 "Lower them or pass a larger --problems-file."
             )

@@ -32,9 +32,10 @@ from typing import Any
 
 from pearl_verl.episode import STUDENT, DialogueTurn, EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import end_with_newline
 from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, reward_info, should_judge
 from pearl_verl.judge.types import TutoringJudge
-from pearl_verl.jsonl import end_with_newline
 from pearl_verl.llm.types import LLMCallError
 from pearl_verl.sample import PearlSample
 from pearl_verl.sft.dataset import read_records
@@ -68,23 +69,21 @@ def load_samples(paths: Iterable[str | Path], limit: int | None = None) -> list[
     """The rows of prepared parquet files (``pearl-verl prepare-data`` output), in file and row order.
 
     Raises:
-        ValueError: for a missing file or a row that is not a prepared pearl_tutor row (file, row).
+        InputError: for a missing file or a row that is not a prepared pearl_tutor row (file, row).
     """
-    import pandas as pd
+    from pearl_verl.data.sources import read_parquet_frame
 
     samples: list[PearlSample] = []
     for path in paths:
-        if not Path(path).is_file():
-            raise ValueError(f"prepared data {path} does not exist; create it with `pearl-verl prepare-data`.")
-        frame = pd.read_parquet(path)
+        frame = read_parquet_frame(path, "prepared data (from `pearl-verl prepare-data`)")
         missing = {"prompt", "extra_info"} - set(frame.columns)
         if missing:
-            raise ValueError(f"{path} lacks column(s) {sorted(missing)}; is it a `pearl-verl prepare-data` output?")
+            raise InputError(f"{path} lacks column(s) {sorted(missing)}; is it a `pearl-verl prepare-data` output?")
         for number, row in enumerate(frame.itertuples(index=False), start=1):
             try:
                 samples.append(PearlSample.from_row(row.extra_info, list(row.prompt)))
-            except ValueError as exc:
-                raise ValueError(f"{path}: row {number}: {exc}") from None
+            except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
+                raise InputError(f"{path}: row {number}: {exc}") from None
     return samples[:limit] if limit is not None else samples
 
 
@@ -92,17 +91,17 @@ def make_jobs(samples: Sequence[PearlSample], samples_per_row: int = 1) -> list[
     """Every (row, sample index) as a job, in row order.
 
     Raises:
-        ValueError: for ``samples_per_row < 1`` or two rows with the same problem and condition seed.
+        InputError: for ``samples_per_row < 1`` or two rows with the same problem and condition seed.
     """
     if samples_per_row < 1:
-        raise ValueError(f"samples_per_row={samples_per_row} must be >= 1.")
+        raise InputError(f"samples_per_row={samples_per_row} must be >= 1.")
     jobs = [
         Job(f"{s.problem.problem_id}|c{s.condition.seed}|s{k}", s, k) for s in samples for k in range(samples_per_row)
     ]
     ids = [job.id for job in jobs]
     if len(set(ids)) != len(ids):
         repeated = next(key for key in ids if ids.count(key) > 1)
-        raise ValueError(
+        raise InputError(
             f"job id {repeated!r} repeats: two input rows share a problem and condition seed (the same file "
             "given twice?). Give each prepared file once."
         )
@@ -176,10 +175,10 @@ async def generate(
         on_done: called with each written record (progress bars, tests).
 
     Raises:
-        ValueError: for ``concurrency < 1``.
+        InputError: for ``concurrency < 1``.
     """
     if concurrency < 1:
-        raise ValueError(f"concurrency={concurrency} must be >= 1.")
+        raise InputError(f"concurrency={concurrency} must be >= 1.")
     records, _ = read_records(records_path)
     stats = GenerationStats(jobs=len(jobs))
     todo: list[tuple[Job, dict[str, Any] | None]] = []  # (job, record to judge only) per pending job

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import random
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from pearl_verl.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed
+from pearl_verl.data.sources import SourceError, file_records
 from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.errors import InputError
 from pearl_verl.problem import Problem
 from pearl_verl.sample import EXTRA_INFO_KEY, PearlSample
 from pearl_verl.student.diversity import LabelledTurn
@@ -49,7 +51,7 @@ def problem_from_row(row: Mapping[str, Any], index: int, stem: str) -> Simulatio
     verl rows with ``extra_info.problem``.
 
     Raises:
-        ValueError: for a row of none of these shapes (its keys are listed).
+        InputError: for a row of none of these shapes (its keys are listed).
     """
     extra = row.get("extra_info")
     if isinstance(extra, Mapping) and EXTRA_INFO_KEY in extra:
@@ -83,29 +85,33 @@ def problem_from_row(row: Mapping[str, Any], index: int, stem: str) -> Simulatio
         answer = row.get("answer") or last_boxed(str(row["solution"]))
         if answer:
             return SimulationItem(Problem(pid, row["problem"], row["solution"], str(answer), "math"))
-    raise ValueError(
-        f"Row {index} of {stem} has keys {sorted(row)}; expected a Problem dict, GSM8K (question, answer with ####), "
+    raise InputError(
+        f"keys {sorted(row)} match no problem format; expected a Problem dict, GSM8K (question, answer with ####), "
         "MATH (problem, solution[, answer]), MathDial (question, ground_truth) or verl extra_info.problem."
     )
 
 
 def load_problems(path: str | Path, limit: int | None = None) -> list[SimulationItem]:
-    """Problems from a ``.jsonl``/``.json`` file (one object per line, or a JSON list) or a ``.parquet`` file."""
-    path = Path(path)
-    if path.suffix == ".parquet":
-        import pandas as pd
+    """Problems from a ``.jsonl`` (one object per line), ``.json`` (a list) or ``.parquet`` file.
 
-        rows: list[Mapping[str, Any]] = pd.read_parquet(path).to_dict(orient="records")
-    else:
-        text = path.read_text(encoding="utf-8")
-        rows = (
-            json.loads(text)
-            if text.lstrip().startswith("[")
-            else [json.loads(line) for line in text.splitlines() if line.strip()]
-        )
-    rows = rows[:limit] if limit is not None else rows
+    Raises:
+        InputError: ``FILE:LINE: ...`` (``FILE: row N`` for JSON lists and parquet) for the first
+            row that is unreadable or of no supported shape, or for a path that is no such file.
+    """
+    path = Path(path)
     stem = f"{path.parent.name}-{path.stem}" if path.parent.name else path.stem
-    return [problem_from_row(row, i, stem) for i, row in enumerate(rows)]
+    where = "line" if path.suffix == ".jsonl" else "row"
+    items = []
+    for index, (number, row) in enumerate(islice(file_records(path), limit)):
+        if isinstance(row, SourceError):
+            raise row
+        try:
+            items.append(problem_from_row(row, index, stem))
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
+            prefix = f"{path}:{number}" if where == "line" else f"{path}: row {number}"
+            reason = f"field {exc} is missing" if isinstance(exc, KeyError) else str(exc)
+            raise InputError(f"{prefix}: {reason}") from None
+    return items
 
 
 def sample_profile(ability: str, rng: random.Random) -> CognitiveProfile:
@@ -113,7 +119,7 @@ def sample_profile(ability: str, rng: random.Random) -> CognitiveProfile:
     if ability == "mixed":
         return rng.choice(ALL_PROFILES)
     if ability not in ABILITY_LEVELS:
-        raise ValueError(f"ability={ability!r} must be one of {list(ABILITY_LEVELS)} or 'mixed'.")
+        raise InputError(f"ability={ability!r} must be one of {list(ABILITY_LEVELS)} or 'mixed'.")
     return rng.choice([p for p in ALL_PROFILES if p.ability == ability])
 
 
@@ -130,7 +136,7 @@ class Job:
 def make_jobs(items: Sequence[SimulationItem], ability: str, seed: int) -> list[Job]:
     """Dialogues for ``items``: one per problem, or one per problem and band with ``ability="all"``."""
     if ability not in ABILITY_CHOICES:
-        raise ValueError(f"ability={ability!r} must be one of {list(ABILITY_CHOICES)}.")
+        raise InputError(f"ability={ability!r} must be one of {list(ABILITY_CHOICES)}.")
     bands = ABILITY_LEVELS if ability == "all" else (ability,)
     jobs = []
     for band, (i, item) in itertools.product(bands, enumerate(items)):

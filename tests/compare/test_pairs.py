@@ -103,7 +103,9 @@ def test_mismatched_conditions_name_the_rows(cx, eval_run):
 def test_bad_inputs_give_clear_errors(cx, eval_run, tmp_path, capsys):
     out = tmp_path / "p.jsonl"
     assert main(["compare", "build-pairs", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
-    assert "is neither an eval-tutor run directory nor a results file" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"error: {tmp_path / 'nowhere'}: eval-tutor results file does not exist.\n"
+    assert main(["compare", "build-pairs", str(tmp_path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path}: not an eval-tutor run directory (it has no results.jsonl).\n"
     assert main(["compare", "build-pairs", str(eval_run), "--out", str(out), "--pair", "onlyone"]) == 2
     assert "--pair 'onlyone' must be TUTOR_A,TUTOR_B" in capsys.readouterr().err
     assert main(["compare", "build-pairs", str(eval_run), "--out", str(out), "--margins", "5"]) == 2
@@ -114,7 +116,7 @@ def test_bad_inputs_give_clear_errors(cx, eval_run, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"bad.jsonl:2: pair id .* appears twice"):
         read_pairs(bad)
     bad.write_text(good[0] + '\n{"pair_id": 1}\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl:2 is not a comparison pair: KeyError"):
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not a comparison pair: no field"):
         read_pairs(bad)
 
 

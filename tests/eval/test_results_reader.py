@@ -46,7 +46,7 @@ def test_a_complete_final_line_without_its_newline_is_kept(tmp_path):
         (_line("a") + '{"id": "b", "tu\n' + _line("c"), 2, "not valid JSON"),  # corrupt middle line
         (_line("a") + "\n" + "garbage\n" + _line("c"), 3, "not valid JSON"),  # line numbers count blank lines
         (_line("a") + _line("b") + '{"id": "c", "tu\n', 3, "not valid JSON"),  # a terminated line is no cut-off
-        (_line("a") + '{"tutor": "t"}\n' + _line("c"), 2, "no 'id'"),
+        (_line("a") + '{"tutor": "t"}\n' + _line("c"), 2, "id: missing"),
         (_line("a") + "[1, 2]\n" + _line("c"), 2, "not a JSON object"),
         (_line("a") + '{"id": "b", "tu\n' + _line("c")[:10], 2, "not valid JSON"),  # the first bad line is named
     ],

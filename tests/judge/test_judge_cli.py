@@ -8,6 +8,7 @@ import pytest
 
 from pearl_verl import cli
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import InputError
 from pearl_verl.judge import judge_cli
 from pearl_verl.judge.batch import done_ids, judge_file
 from pearl_verl.judge.fields import REWARD_INFO_KEYS
@@ -56,7 +57,7 @@ def test_offline_run_writes_one_line_per_dialogue_and_resumes(tmp_path, make_epi
     assert len(good) == 5 and all(set(REWARD_INFO_KEYS) <= set(r) and len(r["criteria"]) == 24 for r in good)
     assert all(r["completed"] == 1 and r["tutor_turns"] == 3 and r["error"] is None for r in good)
     bad = {r["id"]: r["error"] for r in rows if not r["judge_ok"]}
-    assert bad["line-6"].startswith("invalid JSON") and bad["bad"].startswith("not an episode record")
+    assert bad["line-6"].startswith("not valid JSON") and bad["bad"].startswith("not an episode record")
     printed = capsys.readouterr().out
     assert "7 judged (5 ok, 2 failed), 0 already done, 7 in input" in printed and "not the paper's judge" in printed
     # A second run judges nothing; --retry-failed retries only the failed ids.
@@ -79,7 +80,9 @@ def test_a_run_killed_mid_line_resumes_cleanly(tmp_path, make_episode):
     judge = CountingJudge()
     summary = asyncio.run(judge_file(judge, source, out, concurrency=3))
     assert summary.judged == 2 and summary.skipped == 2
-    assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()[3:]) == sorted(
+    # The cut-short line is gone (not left mid-file, where a strict reader would reject it).
+    assert out.read_text().splitlines()[:2] == lines[:2]
+    assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()[2:]) == sorted(
         {f"d{i}" for i in range(4)} - {json.loads(x)["id"] for x in lines[:2]}
     )
 
@@ -88,7 +91,7 @@ def test_duplicate_ids_are_rejected(tmp_path, make_episode):
     source = tmp_path / "dup.jsonl"
     record = json.dumps({"id": "same", **make_episode(["hi"]).to_dict()})
     source.write_text(record + "\n" + record + "\n")
-    with pytest.raises(ValueError, match="id 'same' appears twice"):
+    with pytest.raises(InputError, match=r"dup.jsonl:2: id: 'same' appears twice"):
         asyncio.run(judge_file(HeuristicJudge(), source, tmp_path / "out.jsonl"))
 
 
@@ -212,3 +215,14 @@ def test_an_empty_input_is_an_error(tmp_path, capsys, content):
     source.write_text(content)
     assert _main("judge", source, "-o", out, "--backend", "offline", "--no-progress") == 2
     assert capsys.readouterr().err == f"error: no dialogues in {source}.\n" and not out.exists()
+
+
+def test_a_damaged_line_inside_the_results_is_a_located_error(tmp_path, make_episode):
+    episodes = [make_episode([f"Help {i}?", "What is 3 times 4?", "12"], end_reason="turn_limit") for i in range(3)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+    asyncio.run(judge_file(HeuristicJudge(), source, out))
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join([lines[0], lines[1][:30], lines[2]]) + "\n")  # not a kill: a kill cuts only the end
+    with pytest.raises(InputError, match=r"out.jsonl:2: not valid JSON"):
+        asyncio.run(judge_file(HeuristicJudge(), source, out))

@@ -155,7 +155,7 @@ def test_the_length_filter_uses_the_trainers_tokenizer(prepared, run_gen_sft, tm
 
 
 def test_input_and_argument_errors(prepared, run_gen_sft, tmp_path):
-    with pytest.raises(ValueError, match="does not exist; create it with `pearl-verl prepare-data`"):
+    with pytest.raises(ValueError, match=r"missing.parquet: prepared data \(from `pearl-verl prepare-data`\) does not exist"):
         load_samples([tmp_path / "missing.parquet"])
     other = tmp_path / "other.parquet"
     pd.DataFrame([{"messages": []}]).to_parquet(other)
