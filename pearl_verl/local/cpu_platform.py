@@ -153,13 +153,12 @@ def install_host_cpu_platform() -> None:
 
     Idempotent. Call before building any verl worker or engine.
     """
-    from verl.workers.engine.base import EngineRegistry
     from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
+
+    from pearl_verl.verl_plugin.compat import register_engine_once
 
     PlatformRegistry.register(platform=PLATFORM_NAME)(PlatformHostCPU)
     set_platform(PlatformHostCPU())
-    backends = EngineRegistry._engines.setdefault("language_model", {})
     for backend in ("fsdp", "fsdp2"):
-        if "cpu" not in backends.get(backend, {}):
-            EngineRegistry.register(model_type="language_model", backend=backend, device="cpu")(FSDPEngineWithLMHead)
+        register_engine_once(FSDPEngineWithLMHead, "language_model", backend, "cpu")
     logger.info("verl runs on the host CPU in this process (platform %r, gloo)", PLATFORM_NAME)

@@ -3,3 +3,5 @@
 ``register`` is the ``verl.plugins`` entry point; it imports every module that registers
 something with verl. Nothing here is imported by the pure core.
 """
+
+TESTED_VERL = "0.9.1"  # the verl whose private names verl_plugin/compat.py relies on

@@ -31,10 +31,12 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 from pearl_verl.episode import STUDENT, DialogueTurn, EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, TutorReply, run_episode
+from pearl_verl.errors import InputError
 from pearl_verl.llm.types import LLMCallError
 from pearl_verl.sample import PearlSample
 from pearl_verl.student.types import StudentSession, StudentTurn
 from pearl_verl.tutor.prompts import tutor_system_prompt
+from pearl_verl.verl_plugin.compat import builder_render, replace_builder_render
 from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.simulators import simulator_for
 
@@ -130,7 +132,7 @@ class PearlTutorAgentLoop(AgentLoopBase):
 
     async def _initial_tokens(self, messages: list[dict[str, str]]) -> list[int]:
         # All members of a group share the prompt: render it once per process, not once per member.
-        key = (id(self.tokenizer), messages[0]["content"], messages[1]["content"])
+        key = (*_render_key(self.continuous_token_builder), messages[0]["content"], messages[1]["content"])
         prompt_ids = _PROMPTS.get(key)
         if prompt_ids is None:
             prompt_ids = self.continuous_token_builder.build_initial_tokens(messages)
@@ -138,7 +140,7 @@ class PearlTutorAgentLoop(AgentLoopBase):
         # verl left-truncates an over-long prompt, which would cut the tutor instruction: refuse instead.
         limit = self.rollout_config.prompt_length
         if len(prompt_ids) > limit:
-            raise ValueError(
+            raise InputError(
                 f"The tutor prompt (instruction, problem, reference solution, student opening) has "
                 f"{len(prompt_ids)} tokens, more than rollout.prompt_length={limit}; raise "
                 "data.max_prompt_length, or set pearl.agent.include_reference=false for long solutions."
@@ -296,24 +298,33 @@ def _memoize_scaffold_renders(builder: Any) -> None:
     per-token list normalisation when a one-off probe shows the fast tokenizer's own encoder gives
     the same ids. Together this is most of the loop's CPU per turn (see BENCHMARKS.md).
     """
-    render = getattr(builder, "_render_tokens", None)
+    render = builder_render(builder)
     if render is None or builder.supports_multimodal():  # another verl, or a processor-based builder
         return
-    kwargs_key = repr(sorted(builder.chat_template_kwargs.items()))
+    render_key = _render_key(builder)
     fast = _fast_render(builder, render)
 
     def memoized(messages: list[dict[str, Any]], *, add_generation_prompt: bool, tools: Any = None) -> list[int]:
         if add_generation_prompt or tools is not None:
             ids = fast(messages, add_generation_prompt=add_generation_prompt, tools=tools) if fast else None
             return ids if ids is not None else render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
-        key = (builder.tokenizer, kwargs_key, repr(messages))
+        key = (*render_key, repr(messages))
         ids = _SCAFFOLDS.get(key)
         if ids is None:
             ids = render(messages, add_generation_prompt=False)
             _SCAFFOLDS.put(key, ids)
         return ids
 
-    builder._render_tokens = memoized
+    replace_builder_render(builder, memoized)
+
+
+def _render_key(builder: Any) -> tuple[Any, str]:
+    """What a render depends on besides the messages: the tokenizer and the chat-template kwargs.
+
+    The tokenizer object itself, not its id: the memo holds it alive, so no later tokenizer can
+    reuse the id and read another's renders. The kwargs matter too (Qwen3's ``enable_thinking``).
+    """
+    return builder.tokenizer, repr(sorted(builder.chat_template_kwargs.items()))
 
 
 _PROBE = [

@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from pearl_verl.verl_plugin import TESTED_VERL
+
 logger = logging.getLogger(__name__)
 
-EXPECTED_VERL = "0.9.1"
 ENTRY_POINT_GROUP = "verl.plugins"
 ENTRY_POINT_NAME = "pearl"
 REQUIRED_MODULES = {
@@ -84,9 +85,9 @@ def _check_verl_version() -> Check:
     try:
         version = metadata.version("verl")
     except metadata.PackageNotFoundError:
-        return Check("verl", False, "not installed", f"pip install verl=={EXPECTED_VERL}")
-    ok = version == EXPECTED_VERL
-    fix = "" if ok else f"pearl_verl is tested against verl {EXPECTED_VERL}: pip install verl=={EXPECTED_VERL}"
+        return Check("verl", False, "not installed", f"pip install verl=={TESTED_VERL}")
+    ok = version == TESTED_VERL
+    fix = "" if ok else f"pearl_verl is tested against verl {TESTED_VERL}: pip install verl=={TESTED_VERL}"
     return Check("verl", ok, f"version {version}", fix)
 
 
@@ -129,6 +130,15 @@ def _check_registrations() -> list[Check]:
             "" if reg.present else "see the plugin import check; reinstall pearl_verl",
         )
         for reg in register.REGISTRATIONS
+    ] + _check_couplings()
+
+
+def _check_couplings() -> list[Check]:
+    """The private verl names pearl_verl relies on: a verl upgrade that broke one shows up here."""
+    compat = importlib.import_module("pearl_verl.verl_plugin.compat")
+    return [
+        Check(f"verl coupling: {c.name}", c.ok, c.detail, "" if c.ok else f"pip install verl=={TESTED_VERL}")
+        for c in compat.check_couplings()
     ]
 
 

@@ -28,8 +28,10 @@ from verl.trainer.ppo.core_algos import register_adv_est
 
 from pearl_verl.advantage import AdvantageConfig
 from pearl_verl.config import PearlConfig, load_pearl_config
+from pearl_verl.errors import InputError
 from pearl_verl.metrics import advantage_metrics
 from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs, inputs_from_rows
+from pearl_verl.verl_plugin.compat import config_root
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ def compute_pearl_outcome_advantage(
         (advantages, returns), both (bs, response_length): A_i * response_mask.
     """
     if index is None:
-        raise ValueError(
+        raise InputError(
             "The pearl estimator needs group ids (verl's 'uid' in non_tensor_batch) to normalise within groups."
         )
     settings = pearl_config if pearl_config is not None else settings_from_algorithm_config(config)
@@ -105,7 +107,7 @@ def scalar_advantages(
     """
     estimator = core_algos.get_adv_estimator_fn(algorithm_config.adv_estimator)
     if not accepts_pearl_inputs(estimator):
-        raise ValueError(
+        raise InputError(
             f"algorithm.adv_estimator={algorithm_config.adv_estimator!r} takes no per-dimension judge fields; "
             f"use algorithm.adv_estimator={ESTIMATOR_NAME}."
         )
@@ -133,18 +135,18 @@ def check_scalar_fallback(config: Any) -> None:
             one-time warning.
 
     Raises:
-        ValueError: the reward manager is ``pearl_judge`` (the fields exist but this trainer does
+        InputError: the reward manager is ``pearl_judge`` (the fields exist but this trainer does
             not forward them; its scalar reward scores a failed judgement 0.0).
     """
     from pearl_verl.verl_plugin.reward_manager import REWARD_MANAGER_NAME
 
-    name = reward_manager_name(_root_of(config))
+    name = reward_manager_name(config_root(config))
     if name is None:
         _warn_unknown_reward_manager()
         return
     if name != REWARD_MANAGER_NAME:
         return
-    raise ValueError(
+    raise InputError(
         f"reward.reward_manager.name={REWARD_MANAGER_NAME} reports per-dimension judge fields, but the pearl "
         "estimator received only the scalar reward, in which a failed judgement's placeholder 0.0 counts as a "
         "score: verl's plain trainer does not forward the fields. Set trainer.v1.trainer_mode=pearl_sync "
@@ -185,7 +187,7 @@ def pearl_config_from_algorithm_config(config: Any) -> PearlConfig:
 
     verl passes the ``algorithm`` node; OmegaConf nodes know their root, which holds our section.
     """
-    return pearl_config_from_root(_root_of(config))
+    return pearl_config_from_root(config_root(config))
 
 
 def pearl_config_from_root(root: Any) -> PearlConfig:
@@ -194,12 +196,6 @@ def pearl_config_from_root(root: Any) -> PearlConfig:
     if isinstance(section, DictConfig):
         section = OmegaConf.to_container(section, resolve=True)
     return load_pearl_config(section)
-
-
-def _root_of(config: Any) -> Any:
-    if isinstance(config, DictConfig):
-        return config._get_root()  # public in practice: OmegaConf has no other way up the tree
-    return None
 
 
 def _scalar_inputs(token_level_rewards: torch.Tensor) -> PearlInputs:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as AGENT_LOOP_REGISTRY
 from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 
 from pearl_verl.verl_plugin import agent_loop, estimator, reward_manager, trainer_v1
+from pearl_verl.verl_plugin.compat import AGENT_LOOP_REGISTRY
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
+from pearl_verl.errors import InputError
 from pearl_verl.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
+from pearl_verl.verl_plugin.compat import check_v1_advantage_step, split_row_key
 from pearl_verl.verl_plugin.estimator import (
     accepts_pearl_inputs,
     check_scalar_fallback,
@@ -50,6 +52,7 @@ class PearlSyncTrainer(PPOTrainerSync):
     """verl's ``sync`` trainer whose advantage step forwards per-dimension judge fields."""
 
     def __init__(self, config: DictConfig) -> None:
+        check_v1_advantage_step()  # before verl builds workers: a renamed step would never be called
         super().__init__(config)
         self.pearl_config = pearl_config_from_root(config)
         self.failure_guard = FailureGuard(self.pearl_config.failure_guard)
@@ -129,7 +132,7 @@ def check_pearl_trainer_config(config: DictConfig) -> None:
     """Reject settings whose effect the PEARL advantage step would silently drop."""
     estimator = core_algos.get_adv_estimator_fn(config.algorithm.adv_estimator)
     if accepts_pearl_inputs(estimator) and config.algorithm.get("use_kl_in_reward", False):
-        raise ValueError(
+        raise InputError(
             "algorithm.use_kl_in_reward=True has no effect with the pearl estimator: its advantage comes "
             "from the judge's per-dimension scores, not from token rewards. Set "
             "algorithm.use_kl_in_reward=False (the paper trains without KL), or add "
@@ -156,7 +159,7 @@ def end_reason_of(extra_fields: Any) -> str | None:
 def final_session_rows(keys: Sequence[str]) -> tuple[list[int], torch.Tensor]:
     """Rows holding each session's last output, and for every row the position of its session's.
 
-    verl keys rows ``{uid}_{session_id}_{output_index}``; an agent loop that returns several outputs
+    verl keys rows ``{uid}_{session_id}_{output_index}`` (:func:`~pearl_verl.verl_plugin.compat.split_row_key`); an agent loop that returns several outputs
     per episode shares one reward, so the group statistics must count each session once.
 
     Returns:
@@ -166,12 +169,10 @@ def final_session_rows(keys: Sequence[str]) -> tuple[list[int], torch.Tensor]:
     last: dict[str, tuple[int, int]] = {}
     sessions = []
     for row, key in enumerate(keys):
-        session, _, output_index = key.rpartition("_")
-        if not session or not output_index.isdigit():
-            raise ValueError(f"Unexpected TransferQueue key {key!r}; expected '<uid>_<session_id>_<index>'.")
+        session, output_index = split_row_key(key)
         sessions.append(session)
-        if session not in last or last[session][0] < int(output_index):
-            last[session] = (int(output_index), row)
+        if session not in last or last[session][0] < output_index:
+            last[session] = (output_index, row)
     final_rows = [row for _, row in last.values()]
     position = {session: i for i, session in enumerate(last)}
     return final_rows, torch.tensor([position[s] for s in sessions], dtype=torch.int64)

@@ -15,6 +15,7 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
 from pearl_verl.advantage import compute_pearl_advantage
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.verl_plugin.compat import VerlCouplingError
 from pearl_verl.verl_plugin.trainer_v1 import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
 
 pytestmark = pytest.mark.ray
@@ -173,7 +174,7 @@ def test_final_session_rows():
     final, row_to_final = final_session_rows(keys)
     assert [keys[i] for i in final] == ["a_0_1", "a_1_0", "b_0_2", "u_with_underscore_3_0"]
     assert row_to_final.tolist() == [0, 0, 1, 2, 2, 3]
-    with pytest.raises(ValueError, match="Unexpected TransferQueue key 'nounderscore'"):
+    with pytest.raises(VerlCouplingError, match="Unexpected TransferQueue key 'nounderscore'"):
         final_session_rows(["nounderscore"])
 
 
