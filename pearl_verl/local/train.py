@@ -100,6 +100,11 @@ class LocalTrainConfig:
         cold_start_dialogues: teacher dialogues per training problem for the cold start.
         save_every: checkpoint interval in steps (a final checkpoint is always written).
         prefer_gpu: use the GPU when one is visible.
+        rollout_dtype: precision of the rollout copy that generates the dialogues: ``float32``,
+            ``bfloat16`` or ``auto`` (bfloat16 on a GPU, and on a CPU with native bfloat16 matrix
+            instructions for a model other than ``tiny``; float32 otherwise). Training keeps float32
+            master weights either way and recomputes the log-probabilities it learns from, as verl does
+            with a bf16 vLLM rollout.
     """
 
     out_dir: str = "outputs/train-local"
@@ -129,6 +134,7 @@ class LocalTrainConfig:
     cold_start_lr: float | None = None
     save_every: int = 10
     prefer_gpu: bool = True
+    rollout_dtype: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every",
@@ -144,6 +150,8 @@ class LocalTrainConfig:
         if self.cold_start_teachers not in TEACHER_POOLS:
             raise InputError(f"cold_start_teachers={self.cold_start_teachers!r} must be one of {sorted(TEACHER_POOLS)}.")
         self.ability_mix  # validates student_ability
+        if self.rollout_dtype not in ROLLOUT_DTYPES:
+            raise InputError(f"rollout_dtype={self.rollout_dtype!r} must be one of {list(ROLLOUT_DTYPES)}.")
 
     @property
     def ability_mix(self) -> dict[str, float]:
@@ -165,6 +173,28 @@ class LocalTrainConfig:
     @property
     def sft_learning_rate(self) -> float:
         return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == "tiny" else 1e-5)
+
+
+ROLLOUT_DTYPES = ("auto", "float32", "bfloat16")
+
+
+def rollout_dtype(setting: str, on_gpu: bool, model: str) -> torch.dtype:
+    """The rollout copy's dtype for ``LocalTrainConfig.rollout_dtype`` (see there)."""
+    if setting != "auto":
+        return getattr(torch, setting)
+    if on_gpu or (model != "tiny" and cpu_has_native_bf16()):
+        return torch.bfloat16
+    return torch.float32  # a 229K-parameter model gains nothing, and emulated bf16 is slower than fp32
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX): 2-3x faster prefill."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            flags = next((line for line in cpuinfo if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 @dataclass
@@ -240,7 +270,8 @@ class LocalTrainer:
         from pearl_verl.verl_plugin.agent_loop import _special_ids
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        dtype = torch.bfloat16 if self.device.on_gpu else torch.float32
+        dtype = rollout_dtype(self.config.rollout_dtype, self.device.on_gpu, self.config.model)
+        logger.info("rollout copy in %s", dtype)
         rollout_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(self.device.kind).eval()
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.server = HFGenerateServer(rollout_model, pad, _special_ids(self.tokenizer)[0])

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SMALL = [
     "--num-problems", "2", "--batch-problems", "1", "--group-size", "2", "--max-tutor-turns", "2",
     "--eval-problems", "1", "--eval-every", "2", "--save-every", "2", "--eval-seeds", "1", "--cold-start-steps", "0",
@@ -82,7 +84,9 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     assert "train-local: 100%" in stderr
     assert "validate_config" in (out / "train.log").read_text()
 
-    stdout, stderr = _run(["train-local", "--out-dir", str(out), "--steps", "3", "--resume", *SMALL], streams=True)
+    # resumed with a bfloat16 rollout copy: the fp32 policy's weights load into it and it generates
+    resume = ["--steps", "3", "--resume", "--rollout-dtype", "bfloat16"]
+    stdout, stderr = _run(["train-local", "--out-dir", str(out), *resume, *SMALL], streams=True)
     # the real entry point: nothing of verl's, transformers' or torch's chatter on screen
     chatter = ("validate_config", "UserWarning", "Before FSDP", "latform", "WARNING", "Loading weights")
     assert not any(text in stdout + stderr for text in chatter), (stdout + stderr)[-2000:]
@@ -90,6 +94,8 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     rows = _metrics(out)
     assert [r["step"] for r in rows if "reward/mean" in r] == [1, 2, 3]  # resumed, nothing repeated
     assert (out / "checkpoints" / "global_step_3").exists()
+    state = json.loads((out / "checkpoints" / "global_step_3" / "pearl_local_state.json").read_text())
+    assert state["config"]["rollout_dtype"] == "bfloat16"
 
 
 def test_bad_settings_fail_before_any_work(tmp_path):
@@ -144,3 +150,19 @@ def test_a_run_whose_judge_always_fails_stops_with_a_resumable_checkpoint(tmp_pa
     assert "rerun with --resume" in error and "the judge endpoint" in error
     assert [r["step"] for r in _metrics(out)] == [1, 2, 3]  # stopped at the third step, not the tenth
     assert (out / "checkpoints" / "global_step_3" / "pearl_local_state.json").exists()
+
+
+def test_rollout_dtype_is_bf16_only_where_it_is_faster(monkeypatch):
+    import torch
+
+    from pearl_verl.local import train
+
+    monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: True)
+    assert train.rollout_dtype("auto", on_gpu=False, model="smollm2") == torch.bfloat16
+    assert train.rollout_dtype("auto", on_gpu=False, model="tiny") == torch.float32
+    assert train.rollout_dtype("float32", on_gpu=True, model="smollm2") == torch.float32
+    monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: False)
+    assert train.rollout_dtype("auto", on_gpu=False, model="smollm2") == torch.float32
+    assert train.rollout_dtype("auto", on_gpu=True, model="tiny") == torch.bfloat16
+    with pytest.raises(ValueError, match="rollout_dtype='fp8' must be one of"):
+        train.LocalTrainConfig(rollout_dtype="fp8")
