@@ -52,21 +52,25 @@ def read_appended(path: Path) -> Iterator[tuple[int, Any]]:
         InputError: ``FILE:LINE: ...`` for any other line that is not UTF-8 JSON, including a
             last line that ends in a newline (the writer finished it, so something else broke it).
     """
+    for number, raw in _nonblank_lines(path):
+        try:
+            value = parse_line(raw)
+        except ValueError as exc:
+            if raw.endswith(b"\n"):
+                raise InputError(
+                    f"{path}:{number}: {exc}; only a last line cut short by a kill is skipped, "
+                    "so repair or delete this one."
+                ) from None
+            logger.warning("%s:%d: the last line is cut off (a kill during a write?); ignored", path, number)
+            continue
+        yield number, value
+
+
+def _nonblank_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = parse_line(raw)
-            except ValueError as exc:
-                if raw.endswith(b"\n"):
-                    raise InputError(
-                        f"{path}:{number}: {exc}; only a last line cut short by a kill is skipped, "
-                        "so repair or delete this one."
-                    ) from None
-                logger.warning("%s:%d: the last line is cut off (a kill during a write?); ignored", path, number)
-                continue
-            yield number, value
+            if raw.strip():
+                yield number, raw
 
 
 def drop_cut_tail(path: Path) -> bool:
@@ -156,17 +160,14 @@ def read_objects(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict
             that is not UTF-8, not JSON, or not a JSON object.
     """
     path = input_file(path, what)
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = parse_line(raw)
-            except InputError as exc:
-                raise located(path, number, str(exc)) from None
-            if not isinstance(value, dict):
-                raise located(path, number, f"expected a JSON object ({what}), got {type(value).__name__}.")
-            yield number, value
+    for number, raw in _nonblank_lines(path):
+        try:
+            value = parse_line(raw)
+        except InputError as exc:
+            raise located(path, number, str(exc)) from None
+        if not isinstance(value, dict):
+            raise located(path, number, f"expected a JSON object ({what}), got {type(value).__name__}.")
+        yield number, value
 
 
 def _parses(raw: bytes) -> bool:
