@@ -6,6 +6,9 @@ Anything else fails with a :class:`JudgeOutputError` naming what is wrong; the j
 or flags the sample. No keyword guessing and no repair: a partially valid judgement is a failure,
 because a score the judge did not give must never enter training.
 
+A rationale that is the prompt skeleton's placeholder (``<one or two sentences>``, a score scale)
+copied back is rejected: weak judges echo the skeleton, integer scores and all.
+
 Two wrappers are tolerated because served models add them regardless of instructions and they
 carry no score: a leading ``<think>...</think>`` block (Qwen3 reasoning mode) and one code fence
 around the whole object.
@@ -19,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.judge.prompt import placeholder_form, skeleton_placeholders
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.types import CriterionScore
 
@@ -30,7 +34,7 @@ PARSE_FAILURES: tuple[str, ...] = (
     "missing",  # a dimension or criterion is absent
     "unexpected_key",  # a key that is not in the rubric
     "bad_score",  # a score that is not an integer on the criterion's scale
-    "bad_rationale",  # a rationale that is not a non-empty string of bounded length
+    "bad_rationale",  # not a non-empty string of bounded length, or the prompt's placeholder copied back
 )
 
 _THINK = re.compile(r"\A\s*<think>.*?</think>\s*", re.DOTALL)
@@ -71,6 +75,7 @@ def parse_judgement(text: str, rubric: Rubric = RUBRIC, finish_reason: str | Non
     if not isinstance(data, dict):
         raise JudgeOutputError(f"top level is a {type(data).__name__}, not an object", "invalid_json")
     _check_keys(data, DIMENSIONS, "the output")
+    placeholders = skeleton_placeholders(rubric)
     scores: list[CriterionScore] = []
     for dimension in DIMENSIONS:
         block = data[dimension]
@@ -79,7 +84,7 @@ def parse_judgement(text: str, rubric: Rubric = RUBRIC, finish_reason: str | Non
             raise JudgeOutputError(f"'{dimension}' is a {type(block).__name__}, not an object", "missing")
         _check_keys(block, [c.key for c in criteria], f"'{dimension}'")
         for criterion in criteria:
-            raw, rationale = _entry(block[criterion.key], criterion.id, criterion.scores)
+            raw, rationale = _entry(block[criterion.key], criterion.id, criterion.scores, placeholders)
             scores.append(CriterionScore(dimension, criterion.key, raw, criterion.normalise(raw), rationale))
     return tuple(scores)
 
@@ -105,7 +110,7 @@ def _check_keys(data: Mapping[str, Any], expected: Any, where: str) -> None:
         raise JudgeOutputError(f"{where} has unexpected keys {extra} (expected {expected})", "unexpected_key")
 
 
-def _entry(entry: Any, criterion_id: str, allowed: tuple[int, ...]) -> tuple[int, str]:
+def _entry(entry: Any, criterion_id: str, allowed: tuple[int, ...], placeholders: frozenset[str]) -> tuple[int, str]:
     if not isinstance(entry, dict):
         raise JudgeOutputError(f"{criterion_id} is a {type(entry).__name__}, not an object", "missing")
     _check_keys(entry, ("score", "rationale"), criterion_id)
@@ -120,6 +125,11 @@ def _entry(entry: Any, criterion_id: str, allowed: tuple[int, ...]) -> tuple[int
         raise JudgeOutputError(
             f"{criterion_id}.rationale must be a non-empty string of at most {MAX_RATIONALE_CHARS} characters, "
             f"got {shown!r}",
+            "bad_rationale",
+        )
+    if placeholder_form(rationale) in placeholders:
+        raise JudgeOutputError(
+            f"{criterion_id}.rationale {rationale.strip()!r} is the prompt's placeholder copied back, not a rationale",
             "bad_rationale",
         )
     return raw, rationale.strip()

@@ -184,6 +184,23 @@ def system_prompt(rubric: Rubric = RUBRIC) -> str:
     return "\n\n".join([_ROLE_AND_RULES, render_rubric(rubric), output_contract(rubric)])
 
 
+RATIONALE_PLACEHOLDER = "<one or two sentences>"
+
+
+def skeleton_placeholders(rubric: Rubric = RUBRIC) -> frozenset[str]:
+    """The placeholders of :func:`output_contract`'s skeleton, as :func:`placeholder_form` writes them.
+
+    A weak judge copies the skeleton back; a rationale that is one of these was never written.
+    """
+    scales = {" or ".join(str(s) for s in criterion.scores) for criterion in rubric.criteria}
+    return frozenset(placeholder_form(text) for text in (RATIONALE_PLACEHOLDER, *(f"<{s}>" for s in scales)))
+
+
+def placeholder_form(text: str) -> str:
+    """``text`` without case, surrounding brackets, quotes, ellipses, final stop and repeated spaces."""
+    return " ".join(text.strip().strip("<>\"'.… ").lower().split())
+
+
 def output_contract(rubric: Rubric = RUBRIC) -> str:
     """The output instructions with a skeleton listing every dimension and criterion key."""
     lines = ["{"]
@@ -193,7 +210,9 @@ def output_contract(rubric: Rubric = RUBRIC) -> str:
         for c, criterion in enumerate(criteria):
             scale = " or ".join(str(s) for s in criterion.scores)
             comma = "," if c < len(criteria) - 1 else ""
-            lines.append(f'    "{criterion.key}": {{"score": <{scale}>, "rationale": "<one or two sentences>"}}{comma}')
+            lines.append(
+                f'    "{criterion.key}": {{"score": <{scale}>, "rationale": "{RATIONALE_PLACEHOLDER}"}}{comma}'
+            )
         lines.append("  }" + ("," if d < len(DIMENSIONS) - 1 else ""))
     lines.append("}")
     skeleton = "\n".join(lines)

@@ -102,3 +102,43 @@ def test_canonical_output_round_trips(data):
     assert [(s.raw, s.rationale) for s in parsed] == [
         (target[c.dimension][c.key][0], target[c.dimension][c.key][1].strip()) for c in RUBRIC
     ]
+
+
+def _echoed_skeleton():
+    """The prompt's output skeleton copied back with each score placeholder filled by its top score."""
+    from pearl_verl.judge.prompt import output_contract
+
+    skeleton = output_contract()[output_contract().index("\n{") + 1 :]
+    for criterion in RUBRIC.criteria:
+        scale = " or ".join(str(s) for s in criterion.scores)
+        skeleton = skeleton.replace(f'"score": <{scale}>', f'"score": {max(criterion.scores)}')
+    return skeleton
+
+
+def test_the_prompt_skeleton_echoed_back_with_scores_is_rejected():
+    # SmolLM2-135M did this against a real server: every dimension would have scored 1.0
+    text = _echoed_skeleton()
+    assert "<" not in text.replace('"<one or two sentences>"', "")  # only the rationale placeholders are left
+    with pytest.raises(JudgeOutputError, match=r"placeholder copied back") as info:
+        parse_judgement(text)
+    assert info.value.reason == "bad_rationale"
+
+
+@pytest.mark.parametrize(
+    "echo", ["<one or two sentences>", "One or two sentences.", " <one  or two sentences…> ", "<0 or 1>", "0 or 1 or 2"]
+)
+def test_a_placeholder_rationale_is_rejected_in_any_one_criterion(make_output, echo):
+    text = make_output()
+    data = json.loads(text)
+    data["meta"][next(iter(data["meta"]))]["rationale"] = echo
+    with pytest.raises(JudgeOutputError, match="placeholder") as info:
+        parse_judgement(json.dumps(data))
+    assert info.value.reason == "bad_rationale"
+
+
+def test_a_rationale_that_only_mentions_the_phrase_is_kept(make_output):
+    data = json.loads(make_output())
+    key = next(iter(data["meta"]))
+    data["meta"][key]["rationale"] = "In one or two sentences the tutor asks for reflection (turn 4)."
+    scores = parse_judgement(json.dumps(data))
+    assert any(s.rationale.startswith("In one or two sentences") for s in scores)
