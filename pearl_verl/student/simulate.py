@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import random
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -149,9 +149,18 @@ def make_jobs(items: Sequence[SimulationItem], ability: str, seed: int) -> list[
 
 
 async def run_jobs(
-    simulator: StudentSimulator, tutor: TutorPolicy, jobs: Sequence[Job], limits: EpisodeLimits, concurrency: int = 1
+    simulator: StudentSimulator,
+    tutor: TutorPolicy,
+    jobs: Sequence[Job],
+    limits: EpisodeLimits,
+    concurrency: int = 1,
+    on_done: Callable[[Job, EpisodeRecord], None] | None = None,
 ) -> list[EpisodeRecord]:
-    """Run every job through :func:`run_episode`, at most ``concurrency`` at a time; results in job order."""
+    """Run every job through :func:`run_episode`, at most ``concurrency`` at a time; results in job order.
+
+    ``on_done(job, episode)`` is called as each dialogue finishes (in finishing order), so a caller can
+    write it at once and lose nothing to a kill.
+    """
     semaphore = asyncio.Semaphore(concurrency)
 
     async def one(job: Job) -> EpisodeRecord:
@@ -159,13 +168,27 @@ async def run_jobs(
             problem = job.item.problem
             opening = simulator.opening(problem, job.condition)
             session = await simulator.start(problem, job.condition, job.seed, opening)
-            return await run_episode(problem, job.condition, session, opening, policy_step(tutor, problem), limits)
+            episode = await run_episode(problem, job.condition, session, opening, policy_step(tutor, problem), limits)
+        if on_done is not None:
+            on_done(job, episode)
+        return episode
 
     return list(await asyncio.gather(*(one(job) for job in jobs)))
 
 
-def turn_rows(episode: EpisodeRecord, dialogue: int) -> Iterator[dict[str, Any]]:
-    """One JSON-ready row per student turn (the opening included) with the state behind it."""
+def turn_rows(episode: EpisodeRecord, dialogue: int) -> list[dict[str, Any]]:
+    """One JSON-ready row per student turn (the opening included) with the state behind it.
+
+    Every row carries ``dialogue_rows``, how many rows its dialogue has, so that a reader can tell a
+    dialogue whose rows were all written from one a kill cut short.
+    """
+    rows = list(_turn_rows(episode, dialogue))
+    for row in rows:
+        row["dialogue_rows"] = len(rows)
+    return rows
+
+
+def _turn_rows(episode: EpisodeRecord, dialogue: int) -> Iterator[dict[str, Any]]:
     profile = episode.condition.profile
     student_turns = [i for i, t in enumerate(episode.turns) if t.role == STUDENT]
     for state, position in zip(episode.student_trace, student_turns):
@@ -188,39 +211,65 @@ def turn_rows(episode: EpisodeRecord, dialogue: int) -> Iterator[dict[str, Any]]
         }
 
 
+HELP_OR_CONFUSION = frozenset({"help_seeking", "uncertainty"})
+
+Dialogue = Sequence[Mapping[str, Any]]
+"""One dialogue as its :func:`turn_rows` (the opening first): what the summaries read, fresh or resumed."""
+
+
+def dialogue_rows(episodes: Sequence[EpisodeRecord]) -> list[list[dict[str, Any]]]:
+    """Each episode's :func:`turn_rows`."""
+    return [turn_rows(episode, index) for index, episode in enumerate(episodes)]
+
+
 def labelled_dialogues(episodes: Sequence[EpisodeRecord]) -> list[list[LabelledTurn]]:
     """Each episode's planned labels, opening excluded (the input of the diversity statistics)."""
-    return [[LabelledTurn(s.attempt, frozenset(s.intent)) for s in e.student_trace[1:]] for e in episodes]
+    return labelled_rows(dialogue_rows(episodes))
+
+
+def labelled_rows(dialogues: Sequence[Dialogue]) -> list[list[LabelledTurn]]:
+    """:func:`labelled_dialogues` of dialogues given as their rows."""
+    return [[LabelledTurn(r["attempt"], frozenset(r["intent"])) for r in rows[1:]] for rows in dialogues]
 
 
 def by_ability(episodes: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
     """Per ability band: reply turns, share of correct attempts, share of help-seeking/confusion turns, solved share."""
-    groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for episode in episodes:
-        groups[episode.condition.profile.ability].append(episode)
+    return ability_table(dialogue_rows(episodes))
+
+
+def ability_table(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, float]]:
+    """:func:`by_ability` of dialogues given as their rows."""
+    groups: dict[str, list[Dialogue]] = defaultdict(list)
+    for rows in dialogues:
+        if rows:
+            groups[rows[0]["ability"]].append(rows)
     summary = {}
     for band in ABILITY_LEVELS:
         if band not in groups:
             continue
-        states = [s for e in groups[band] for s in e.student_trace[1:]]
-        n = max(1, len(states))
+        replies = [r for rows in groups[band] for r in rows[1:]]
+        n = max(1, len(replies))
         summary[band] = {
             "dialogues": len(groups[band]),
-            "turns": len(states),
-            "correct_share": sum(s.attempt == "correct" for s in states) / n,
-            "help_or_confusion_share": sum(bool({"help_seeking", "uncertainty"} & set(s.intent)) for s in states) / n,
-            "solved_share": sum(bool(e.student_trace) and e.student_trace[-1].solved for e in groups[band])
-            / len(groups[band]),
+            "turns": len(replies),
+            "correct_share": sum(r["attempt"] == "correct" for r in replies) / n,
+            "help_or_confusion_share": sum(bool(HELP_OR_CONFUSION & set(r["intent"])) for r in replies) / n,
+            "solved_share": sum(bool(rows[-1]["solved"]) for rows in groups[band]) / len(groups[band]),
         }
     return summary
 
 
 def call_summary(episodes: Sequence[EpisodeRecord]) -> dict[str, float]:
     """LLM calls: in total, per reply turn (opening excluded) and per student turn (opening included)."""
-    replies = [s for e in episodes for s in e.student_trace[1:]]
-    openings = [e.student_trace[0] for e in episodes if e.student_trace]
-    reply_calls = sum(s.llm_calls for s in replies)
-    opening_calls = sum(s.llm_calls for s in openings)
+    return call_table(dialogue_rows(episodes))
+
+
+def call_table(dialogues: Sequence[Dialogue]) -> dict[str, float]:
+    """:func:`call_summary` of dialogues given as their rows."""
+    replies = [r for rows in dialogues for r in rows[1:]]
+    openings = [rows[0] for rows in dialogues if rows]
+    reply_calls = sum(r["llm_calls"] for r in replies)
+    opening_calls = sum(r["llm_calls"] for r in openings)
     return {
         "reply_turns": len(replies),
         "llm_calls": reply_calls + opening_calls,

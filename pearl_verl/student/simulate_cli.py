@@ -19,6 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from pearl_verl.errors import InputError
 from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS
 from pearl_verl.student.simulate import ABILITY_CHOICES
@@ -55,7 +57,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--max-turns", type=int, default=15, help="tutor-turn limit (paper: 15 training, 20 evaluation)"
     )
     parser.add_argument("--concurrency", type=int, default=8, help="dialogues in flight (LLM backends)")
-    parser.add_argument("--out", help="write the per-turn JSONL here (default: stdout)")
+    parser.add_argument(
+        "--out",
+        help="write the per-turn JSONL here, each dialogue as it finishes; a rerun with the same settings resumes "
+        "(default: stdout, no resume)",
+    )
     parser.add_argument("--summary", help="also write the summary as JSON to this file")
     parser.set_defaults(handler=run)
 
@@ -68,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
     from pearl_verl.student.simulate import load_problems, make_jobs, run_jobs, turn_rows
+    from pearl_verl.student.turn_output import RESUME_SETTINGS, TurnOutput
 
     if args.concurrency < 1:
         raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
@@ -85,21 +92,22 @@ def run(args: argparse.Namespace) -> int:
     if not items:
         raise InputError(f"no problems in {args.problems}.")  # eval-tutor's wording, and exit code 2
     simulator = build_simulator(config)
+    tutor = build_tutor(args)
     jobs = make_jobs(items, args.ability, args.seed)
-    episodes = asyncio.run(
-        run_jobs(simulator, build_tutor(args), jobs, EpisodeLimits(args.max_turns), args.concurrency)
-    )
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
-    try:
-        for index, episode in enumerate(episodes):
-            for row in turn_rows(episode, index):
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    summary = summarise(episodes)
+    output = TurnOutput(Path(args.out) if args.out else None, {name: getattr(args, name) for name in RESUME_SETTINGS})
+    done = output.resume(jobs)
+    todo = [job for job in jobs if job.index not in done]
+    with output.open(), tqdm(total=len(jobs), initial=len(done), desc="simulate", unit="dialogue",
+                             disable=None, file=sys.stderr) as bar:
+
+        def write(job: Any, episode: Any) -> None:
+            done[job.index] = output.write(turn_rows(episode, job.index))
+            bar.update()
+
+        asyncio.run(run_jobs(simulator, tutor, todo, EpisodeLimits(args.max_turns), args.concurrency, on_done=write))
+    summary = summarise([done[index] for index in sorted(done)])
     report = format_summary(summary)
-    print(report, file=sys.stderr if out is sys.stdout else sys.stdout)
+    print(report, file=sys.stderr if output.path is None else sys.stdout)
     if args.summary:
         Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return 0
@@ -122,18 +130,18 @@ def build_tutor(args: argparse.Namespace) -> Any:
     return ChatTutor(OpenAIChatClient(endpoint, SamplingConfig(temperature=1.0, top_p=1.0, top_k=50)))
 
 
-def summarise(episodes: list) -> dict[str, Any]:
-    """Outcomes, per-ability controllability, diversity statistics and LLM calls of a run."""
+def summarise(dialogues: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Outcomes, per-ability controllability, diversity statistics and LLM calls of a run's dialogues (their rows)."""
     from pearl_verl.student.diversity import diversity_report
-    from pearl_verl.student.simulate import by_ability, call_summary, labelled_dialogues
+    from pearl_verl.student.simulate import ability_table, call_table, labelled_rows
 
-    dialogues = [d for d in labelled_dialogues(episodes) if d]
+    labelled = [d for d in labelled_rows(dialogues) if d]
     return {
-        "dialogues": len(episodes),
-        "end_reasons": dict(Counter(e.end_reason for e in episodes)),
-        "by_ability": by_ability(episodes),
-        "diversity": diversity_report(dialogues).to_dict() if dialogues else None,
-        "llm_calls": call_summary(episodes),
+        "dialogues": len(dialogues),
+        "end_reasons": dict(Counter(rows[0]["end_reason"] for rows in dialogues)),
+        "by_ability": ability_table(dialogues),
+        "diversity": diversity_report(labelled).to_dict() if labelled else None,
+        "llm_calls": call_table(dialogues),
     }
 
 

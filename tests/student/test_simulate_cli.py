@@ -67,8 +67,57 @@ def test_command_writes_one_row_per_student_turn(tmp_path, data_dir, capsys):
     printed = capsys.readouterr().out
     assert "ability low" in printed and "ability high" in printed and "LLM calls 0" in printed
 
-    assert _run(str(data_dir / "gsm8k" / "test.jsonl"), "--limit", "2", "--tutor", "leaking", "--out", str(out)) == 0
-    assert any(json.loads(line)["solved"] for line in out.read_text().splitlines())
+    leaking, source = tmp_path / "leaking.jsonl", str(data_dir / "gsm8k" / "test.jsonl")
+    assert _run(source, "--limit", "2", "--tutor", "leaking", "--out", str(leaking)) == 0
+    assert any(json.loads(line)["solved"] for line in leaking.read_text().splitlines())
+
+
+def test_a_killed_run_resumes_the_dialogues_it_had_not_written(tmp_path, data_dir, monkeypatch, capsys):
+    from pearl_verl.student import simulate
+
+    source = str(data_dir / "gsm8k" / "test.jsonl")
+    fresh, killed = tmp_path / "fresh.jsonl", tmp_path / "killed.jsonl"
+    assert _run(source, "--limit", "4", "--seed", "3", "--out", str(fresh)) == 0
+    fresh_summary = capsys.readouterr().out
+    lines = fresh.read_text().splitlines(keepends=True)
+    by_dialogue = {}
+    for line in lines:
+        by_dialogue.setdefault(json.loads(line)["dialogue"], []).append(line)
+    assert all(len(rows) == json.loads(rows[0])["dialogue_rows"] for rows in by_dialogue.values())
+    # a kill: dialogues 0 and 1 written, dialogue 2 cut after its first row and inside its second
+    kept = by_dialogue[0] + by_dialogue[1] + by_dialogue[2][:1] + [by_dialogue[2][1][:15]]
+    killed.write_text("".join(kept))
+    (tmp_path / "killed.jsonl.settings.json").write_text((tmp_path / "fresh.jsonl.settings.json").read_text())
+
+    ran = []
+    real = simulate.run_jobs
+
+    def counting(simulator, tutor, jobs, *args, **kwargs):
+        ran.extend(job.index for job in jobs)
+        return real(simulator, tutor, jobs, *args, **kwargs)
+
+    monkeypatch.setattr(simulate, "run_jobs", counting)
+    assert _run(source, "--limit", "4", "--seed", "3", "--out", str(killed)) == 0
+    assert sorted(ran) == [2, 3]  # dialogues 0 and 1 were kept, not run again
+    rows = sorted(killed.read_text().splitlines())
+    assert rows == sorted(fresh.read_text().splitlines())  # the offline student is deterministic
+    assert capsys.readouterr().out == fresh_summary  # the summary counts the kept dialogues too
+
+    ran.clear()
+    assert _run(source, "--limit", "4", "--seed", "3", "--out", str(killed)) == 0
+    assert ran == [] and sorted(killed.read_text().splitlines()) == rows
+
+
+def test_a_rerun_with_other_settings_is_refused_before_any_dialogue(tmp_path, data_dir):
+    source, out = str(data_dir / "gsm8k" / "test.jsonl"), tmp_path / "turns.jsonl"
+    assert _run(source, "--limit", "2", "--out", str(out)) == 0
+    before = out.read_text()
+    with pytest.raises(ValueError, match=r"holds another run's dialogues \(settings differ: seed, tutor\)"):
+        _run(source, "--limit", "2", "--tutor", "leaking", "--seed", "1", "--out", str(out))
+    assert out.read_text() == before
+    out.write_text(before + '{"not": "a turn row"}\n')
+    with pytest.raises(ValueError, match=r"turns.jsonl:\d+: not a simulate turn row"):
+        _run(source, "--limit", "2", "--out", str(out))
 
 
 def test_command_errors(data_dir):

@@ -1,0 +1,94 @@
+"""``pearl-verl simulate --out``: per-turn rows written as each dialogue finishes, and resumed.
+
+A long simulation against a real server must not lose its finished dialogues to a kill or a crash,
+as eval-tutor and judge do not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.errors import InputError, located
+from pearl_verl.jsonl import drop_cut_tail, read_appended, read_json
+
+RESUME_SETTINGS = ("problems", "limit", "simulator", "backend", "model", "planner", "no_refine", "tutor",
+                   "tutor_model", "ability", "seed", "max_turns")
+"""What decides a run's dialogues: a resumed ``--out`` must have been written with the same values."""
+
+
+class TurnOutput:
+    """``--out``: each dialogue's rows appended as it finishes; a rerun resumes the dialogues not written.
+
+    The settings go to ``OUT.settings.json`` beside it: a rerun with other settings would mix two
+    runs' dialogues under one summary, so it is refused. A dialogue a kill cut short (fewer rows than
+    its ``dialogue_rows``) is dropped from the file and run again. Without ``--out`` rows go to
+    stdout and nothing resumes.
+    """
+
+    def __init__(self, path: Path | None, settings: dict[str, Any]) -> None:
+        self.path, self.settings = path, settings
+        self._handle: Any = None
+
+    @property
+    def settings_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(self.path.name + ".settings.json")
+
+    def resume(self, jobs: list[Any]) -> dict[int, list[dict[str, Any]]]:
+        """The complete dialogues already in the file, by job index (a cut one is dropped from the file)."""
+        if self.path is None or not self.path.exists() or not self.path.stat().st_size:
+            return {}
+        stored = read_json(self.settings_path, "simulate settings") if self.settings_path.exists() else None
+        if stored != json.loads(json.dumps(self.settings)):
+            changed = ", ".join(sorted(k for k in self.settings if not stored or stored.get(k) != self.settings[k]))
+            raise InputError(
+                f"{self.path} holds another run's dialogues (settings differ: {changed or 'no settings file'}); "
+                "pick another --out, or delete it to start over."
+            )
+        drop_cut_tail(self.path)
+        rows: dict[int, list[dict[str, Any]]] = {}
+        for number, row in read_appended(self.path):
+            if not isinstance(row, dict) or not isinstance(row.get("dialogue"), int) or "problem_id" not in row:
+                raise located(self.path, number, "not a simulate turn row (no 'dialogue' or 'problem_id').")
+            rows.setdefault(row["dialogue"], []).append(row)
+        problems = {job.index: job.item.problem.problem_id for job in jobs}
+        complete = {}
+        for index, dialogue in rows.items():
+            if problems.get(index) != dialogue[0]["problem_id"]:
+                raise InputError(f"{self.path}: dialogue {index} is {dialogue[0]['problem_id']!r}, this run's is "
+                                 f"{problems.get(index)!r}; the problem files changed: pick another --out.")
+            if len(dialogue) == dialogue[0].get("dialogue_rows"):
+                complete[index] = dialogue
+        if len(complete) < len(rows):
+            self._rewrite(complete)
+        return complete
+
+    def _rewrite(self, complete: dict[int, list[dict[str, Any]]]) -> None:
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with temporary.open("w", encoding="utf-8") as out:
+            for index in sorted(complete):
+                out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in complete[index])
+        os.replace(temporary, self.path)
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[None]:
+        if self.path is None:
+            self._handle = sys.stdout
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.settings_path.write_text(json.dumps(self.settings, indent=1), encoding="utf-8")
+        with self.path.open("a", encoding="utf-8") as self._handle:
+            yield
+
+    def write(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Append one dialogue's rows in one write, flushed; returns them."""
+        self._handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+        self._handle.flush()
+        return rows
