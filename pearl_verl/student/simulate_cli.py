@@ -22,10 +22,12 @@ from typing import Any
 from tqdm import tqdm
 
 from pearl_verl.errors import InputError
-from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS
+from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS, StudentConfig
 from pearl_verl.student.simulate import ABILITY_CHOICES
 
 TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")
+TUTOR_MAX_TOKENS = 1024
+_STUDENT = StudentConfig()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +52,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--tutor-model", help="tutor model name as served")
     parser.add_argument("--tutor-api-key-env", help="environment variable with the tutor endpoint's key")
     parser.add_argument(
+        "--tutor-max-tokens",
+        type=int,
+        default=TUTOR_MAX_TOKENS,
+        help="cap on one tutor message of --tutor endpoint (uncapped, a server generates until its context is full)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=_STUDENT.timeout_s, help="seconds per request attempt (student and tutor)"
+    )
+    parser.add_argument(
+        "--max-retries", type=int, default=_STUDENT.max_retries, help="retries after a timeout, 429 or 5xx"
+    )
+    parser.add_argument(
         "--ability", choices=ABILITY_CHOICES, default="mixed", help="profile band; 'all' runs each band"
     )
     parser.add_argument("--seed", type=int, default=0, help="fixes profiles, initial states and sampling")
@@ -71,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
 
     from pearl_verl.data.location import dataset_file
     from pearl_verl.episode_runner import EpisodeLimits
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
     from pearl_verl.student.simulate import load_problems, make_jobs, run_jobs, turn_rows
     from pearl_verl.student.turn_output import RESUME_SETTINGS, TurnOutput
@@ -87,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         planner=args.planner,
         refine=not args.no_refine,
         cache_dir=args.cache_dir,
+        timeout_s=args.timeout,
+        max_retries=args.max_retries,
+        max_concurrency=args.concurrency,
     )
     items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     if not items:
@@ -126,8 +142,12 @@ def build_tutor(args: argparse.Namespace) -> Any:
     from pearl_verl.llm import EndpointConfig, OpenAIChatClient, SamplingConfig
     from pearl_verl.tutor.policy import ChatTutor
 
-    endpoint = EndpointConfig(args.tutor_base_url, args.tutor_model, api_key_env=args.tutor_api_key_env)
-    return ChatTutor(OpenAIChatClient(endpoint, SamplingConfig(temperature=1.0, top_p=1.0, top_k=50)))
+    endpoint = EndpointConfig(
+        args.tutor_base_url, args.tutor_model, api_key_env=args.tutor_api_key_env, timeout_s=args.timeout,
+        max_retries=args.max_retries, max_concurrency=args.concurrency,
+    )
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=50, max_tokens=args.tutor_max_tokens)
+    return ChatTutor(OpenAIChatClient(endpoint, sampling))
 
 
 def summarise(dialogues: list[list[dict[str, Any]]]) -> dict[str, Any]:

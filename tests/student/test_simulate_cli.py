@@ -136,3 +136,25 @@ def test_an_empty_problem_file_is_an_error(tmp_path, capsys):
     code = cli.main(["simulate", str(source), "--out", str(out)], modules=("pearl_verl.student.simulate_cli",))
     assert code == 2 and capsys.readouterr().err == f"error: no problems in {[str(source)]}.\n"
     assert not out.exists()
+
+
+def test_a_tutor_endpoint_gets_a_token_cap_timeout_and_retries(tmp_path, data_dir):
+    from pearl_verl.llm.local_server import LocalChatServer
+
+    seen = []
+
+    def respond(request):
+        seen.append(request)
+        return "What do you get for the first step?"
+
+    out, default = tmp_path / "turns.jsonl", tmp_path / "default.jsonl"
+    with LocalChatServer(respond, model="tutor") as server:
+        endpoint = ["--limit", "1", "--max-turns", "2", "--tutor", "endpoint", "--tutor-base-url", server.base_url,
+                    "--tutor-model", "tutor", "--timeout", "5"]
+        source = str(data_dir / "gsm8k" / "test.jsonl")
+        assert _run(source, *endpoint, "--tutor-max-tokens", "300", "--out", str(out)) == 0
+        assert _run(source, *endpoint, "--out", str(default)) == 0
+    assert len(seen) == 4 and all(request["model"] == "tutor" for request in seen)
+    assert [request["max_tokens"] for request in seen] == [300, 300] + [simulate_cli.TUTOR_MAX_TOKENS] * 2
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[1]["tutor_message"] == "What do you get for the first step?"
