@@ -6,7 +6,8 @@ key here ends in the statistic it holds (``/mean``, ``/max``...) or a name free 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -61,3 +62,31 @@ def advantage_metrics(
         metrics[f"pearl/reward/{dim}/mean"] = raw[:, k].mean().item()
         metrics[f"pearl/reward/{dim}/shaped_mean"] = shaped[:, k].mean().item()
     return metrics
+
+
+FALLBACK_RATE_KEY = "pearl/student/fallback_rate"
+FALLBACK_FIELDS = ("pearl_student_replies", "pearl_student_fallbacks")
+"""The agent loop's per-dialogue counts behind :data:`FALLBACK_RATE_KEY` (``extra_fields`` / columns)."""
+
+
+def fallback_counts(trace: Sequence[Any]) -> dict[str, int]:
+    """A dialogue's student reply turns, and those whose labels or message fell back to the rules.
+
+    Args:
+        trace: the episode's ``student_trace`` (the opening first, not counted).
+    """
+    replies = list(trace[1:])
+    fallbacks = sum("fallback" in (state.plan_source, state.reply_source) for state in replies)
+    return dict(zip(FALLBACK_FIELDS, (len(replies), fallbacks), strict=True))
+
+
+def student_fallback_metrics(rows: Sequence[Mapping[str, Any] | None]) -> dict[str, float]:
+    """``pearl/student/fallback_rate``: the share of student replies not written by the student model.
+
+    A student endpoint that answers but never in a usable form leaves the dialogues running on
+    templates; this is where a run shows it. Rows without the counts (another agent loop, verl's
+    padding) are left out; {} when no row has a reply.
+    """
+    replies = sum(int(row.get(FALLBACK_FIELDS[0]) or 0) for row in rows if row)
+    fallbacks = sum(int(row.get(FALLBACK_FIELDS[1]) or 0) for row in rows if row)
+    return {FALLBACK_RATE_KEY: fallbacks / replies} if replies else {}

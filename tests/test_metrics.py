@@ -48,3 +48,19 @@ def test_no_scored_sample_reports_only_counts():
     metrics, _ = _metrics(_inputs([False] * 4))
     assert metrics["pearl/judge/failure_rate"] == 1.0
     assert not any(key.startswith("pearl/reward/") or key == "pearl/advantage/mean" for key in metrics)
+
+
+def test_student_fallback_rate_counts_replies_whose_labels_or_message_fell_back():
+    from pearl_verl.metrics import FALLBACK_RATE_KEY, fallback_counts, student_fallback_metrics
+    from pearl_verl.student.types import StudentTurnState
+
+    def state(plan, reply):
+        return StudentTurnState(1, (), "none", {}, plan_source=plan, reply_source=reply)
+
+    opening = StudentTurnState(0, (), "none", {})
+    trace = [opening, state("llm", "llm"), state("fallback", "llm"), state("llm", "fallback"), state("rules", "refined")]
+    counts = fallback_counts(trace)
+    assert counts == {"pearl_student_replies": 4, "pearl_student_fallbacks": 2}
+    other = fallback_counts([opening, state("llm", "llm")])
+    assert student_fallback_metrics([counts, None, other]) == {FALLBACK_RATE_KEY: 2 / 5}
+    assert student_fallback_metrics([None, fallback_counts([opening])]) == {}  # no reply: no rate, not 0

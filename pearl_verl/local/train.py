@@ -41,6 +41,7 @@ from pearl_verl.local.runtime import (
     policy_state_dict,
     setup_process,
 )
+from pearl_verl.metrics import fallback_counts, student_fallback_metrics
 from pearl_verl.sample import PearlSample
 
 logger = logging.getLogger(__name__)
@@ -378,6 +379,7 @@ class LocalTrainer:
         scored = [s for s, info in zip(scores, infos) if info["judge_ok"]]
         metrics.update(update)
         metrics.update(failure_cause_metrics([e.end_reason for e in episodes], [info["judge_ok"] for info in infos]))
+        metrics.update(student_fallback_metrics([fallback_counts(e.student_trace) for e in episodes]))
         metrics.update(timings)
         metrics.update(
             {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -207,6 +207,8 @@ def _turn_rows(episode: EpisodeRecord, dialogue: int) -> Iterator[dict[str, Any]
             "solved": state.solved,
             "concluded": state.concluded,
             "llm_calls": state.llm_calls,
+            "plan_source": state.plan_source,
+            "reply_source": state.reply_source,
             "end_reason": episode.end_reason,
         }
 
@@ -262,6 +264,20 @@ def ability_table(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, float]]:
 def call_summary(episodes: Sequence[EpisodeRecord]) -> dict[str, float]:
     """LLM calls: in total, per reply turn (opening excluded) and per student turn (opening included)."""
     return call_table(dialogue_rows(episodes))
+
+
+def source_table(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, float]]:
+    """Shares of reply turns by ``plan_source`` and by ``reply_source`` (opening excluded).
+
+    A run against a weak or misconfigured student endpoint shows here as fallbacks: turns whose
+    labels or message came from the rules and templates, not from the model.
+    """
+    replies = [r for rows in dialogues for r in rows[1:]]
+    table = {}
+    for field in ("plan_source", "reply_source"):
+        counts = Counter(str(r.get(field)) for r in replies)
+        table[field] = {source: count / len(replies) for source, count in sorted(counts.items())}
+    return table
 
 
 def call_table(dialogues: Sequence[Dialogue]) -> dict[str, float]:

@@ -126,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
     print(report, file=sys.stderr if output.path is None else sys.stdout)
     if args.summary:
         Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    failure = failed_run(summary)
+    if failure is not None:
+        print(f"error: {failure}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -153,7 +157,7 @@ def build_tutor(args: argparse.Namespace) -> Any:
 def summarise(dialogues: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """Outcomes, per-ability controllability, diversity statistics and LLM calls of a run's dialogues (their rows)."""
     from pearl_verl.student.diversity import diversity_report
-    from pearl_verl.student.simulate import ability_table, call_table, labelled_rows
+    from pearl_verl.student.simulate import ability_table, call_table, labelled_rows, source_table
 
     labelled = [d for d in labelled_rows(dialogues) if d]
     return {
@@ -162,6 +166,7 @@ def summarise(dialogues: list[list[dict[str, Any]]]) -> dict[str, Any]:
         "by_ability": ability_table(dialogues),
         "diversity": diversity_report(labelled).to_dict() if labelled else None,
         "llm_calls": call_table(dialogues),
+        "sources": source_table(dialogues),
     }
 
 
@@ -184,4 +189,29 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"LLM calls {calls['llm_calls']} (decomposition {calls['decomposition_calls']}) | per reply turn "
         f"{calls['calls_per_reply_turn']:.3f} | per student turn incl. opening {calls['calls_per_student_turn']:.3f}"
     )
+    sources = summary.get("sources") or {}
+    if any(sources.values()):
+        lines.append(
+            "student reply turns: labels from "
+            + _shares(sources["plan_source"])
+            + " | messages from "
+            + _shares(sources["reply_source"])
+        )
     return "\n".join(lines)
+
+
+def _shares(shares: dict[str, float]) -> str:
+    return ", ".join(f"{source} {100 * share:.1f}%" for source, share in shares.items())
+
+
+def failed_run(summary: dict[str, Any]) -> str | None:
+    """Why a run produced nothing usable (every dialogue failed, or every reply fell back), or None."""
+    from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
+
+    reasons = summary["end_reasons"]
+    if summary["dialogues"] and all(reason in FAILED_EPISODE_REASONS for reason in reasons):
+        return f"every dialogue failed ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))})"
+    replies = summary["sources"]["reply_source"]
+    if replies.get("fallback", 0.0) == 1.0:
+        return "every student reply fell back to a template (the endpoint's replies never passed parsing or checks)"
+    return None

@@ -204,8 +204,8 @@ class PearlStudentSession:
             self.graph, self._mind.mastery, self._exposure(move), self.rate
         )
         calls = Counter()
-        plan = await self._plan(move, calls)
-        text = await self._realise(plan, calls)
+        plan, plan_source = await self._plan(move, calls)
+        text, reply_source = await self._realise(plan, calls)
         if not self._mind.solved and states_correct_answer(self.problem, text):
             self._mind.solved = True
             self._phase = Phase.SOLVED
@@ -221,6 +221,8 @@ class PearlStudentSession:
             solved=self._mind.solved,
             concluded=concluded,
             llm_calls=sum(calls.values()),
+            plan_source=plan_source,
+            reply_source=reply_source,
         )
         self._trace.append(state)
         self._turns.append(DialogueTurn(STUDENT, text))
@@ -239,23 +241,22 @@ class PearlStudentSession:
                 exposure[unit] = max(exposure.get(unit, 0.0), 0.5)
         return exposure
 
-    async def _plan(self, move: TutorMove, calls: Counter[str]) -> Plan:
+    async def _plan(self, move: TutorMove, calls: Counter[str]) -> tuple[Plan, str]:
         mind, config = self._mind, self.config
         if self.simulator.backend is None or config.backend == "offline" or config.planner == "rules":
-            return plan_rules(
-                mind, move, self.profile, self.decomposition, self.problem, self._rng, config.allow_leaving
-            )
+            leaving = config.allow_leaving
+            return plan_rules(mind, move, self.profile, self.decomposition, self.problem, self._rng, leaving), "rules"
         special = special_turn(mind, move, self.profile, self.decomposition, self._rng, config.allow_leaving)
         if special is not None:
-            return special
+            return special, "rules"
         drawn = cognitive_draw(mind, move, self.profile, self.decomposition, self.problem, self._rng)
         messages = prompts.planner_messages(
             drawn, self.problem, self._turns, self.profile, mind.mastery, self.simulator.curriculum
         )
         reply = await self._parsed_call(messages, prompts.parse_planner, "planner", calls)
         if reply is None:
-            return replace(drawn, labels=rule_labels(drawn, mind, move, self.profile, self._rng))
-        return self._constrain(drawn, reply)
+            return replace(drawn, labels=rule_labels(drawn, mind, move, self.profile, self._rng)), "fallback"
+        return self._constrain(drawn, reply), "llm"
 
     def _constrain(self, drawn: Plan, reply: prompts.PlannerReply) -> Plan:
         """Make LLM labels agree with the drawn attempt (documented in docs/simulator.md)."""
@@ -268,9 +269,10 @@ class PearlStudentSession:
             return Plan("none", ("frustration",), leave=True)
         return replace(drawn, labels=ordered_labels(labels))
 
-    async def _realise(self, plan: Plan, calls: Counter[str]) -> str:
+    async def _realise(self, plan: Plan, calls: Counter[str]) -> tuple[str, str]:
         max_chars = self.config.max_message_chars
-        if self.simulator.backend is None or self.config.backend == "offline":
+        offline = self.simulator.backend is None or self.config.backend == "offline"
+        if offline:
             text = realise(plan, self.problem, self.decomposition, self._rng)
         else:
             messages = prompts.realiser_messages(
@@ -285,21 +287,21 @@ class PearlStudentSession:
             )
             text = await self._parsed_call(messages, _nonempty_message, "realiser", calls)
             if text is None:
-                return minimal_message(plan, self.problem)
+                return minimal_message(plan, self.problem), "fallback"
         issues = check_message(text, plan, self.problem, max_chars)
         if not issues:
-            return text
+            return text, "template" if offline else "llm"
         self.usage["check_failures"] += 1
         if self.simulator.backend is not None and self.config.backend == "llm" and self.config.refine:
             messages = prompts.refine_messages(text, issues, plan, self.problem, self.decomposition)
             refined = await self._parsed_call(messages, _nonempty_message, "refine", calls, attempts=1)
             if refined is not None and not check_message(refined, plan, self.problem, max_chars):
-                return refined
+                return refined, "refined"
         self.usage["template_fallbacks"] += 1
         logger.debug(
             "message for %s failed the consistency check %s; using the template", self.problem.problem_id, issues
         )
-        return minimal_message(plan, self.problem)
+        return minimal_message(plan, self.problem), "template" if offline else "fallback"
 
     async def _parsed_call(
         self,

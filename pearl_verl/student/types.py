@@ -105,6 +105,14 @@ class StudentTurnState:
         solved: the student has stated a correct final answer at some point.
         concluded: the student considers the session over.
         llm_calls: LLM calls this turn took (0 for offline backends).
+        plan_source: where the behaviour labels came from: ``llm`` (the planner's reply), ``rules``
+            (the rule planner: offline backend, ``planner=rules``, or a special turn such as leaving),
+            ``fallback`` (the planner's replies kept failing parsing, so the rules stood in); None
+            for the opening and for records written before it was recorded.
+        reply_source: where the message came from: ``llm`` (the realiser's reply, as checked),
+            ``refined`` (the refine call's reply, after the first failed the consistency check),
+            ``template`` (the offline realiser), ``fallback`` (a template, after the LLM's replies
+            failed parsing or the consistency check); None as for ``plan_source``.
     """
 
     turn: int
@@ -114,6 +122,8 @@ class StudentTurnState:
     solved: bool = False
     concluded: bool = False
     llm_calls: int = 0
+    plan_source: str | None = None
+    reply_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +134,8 @@ class StudentTurnState:
             "solved": self.solved,
             "concluded": self.concluded,
             "llm_calls": self.llm_calls,
+            "plan_source": self.plan_source,
+            "reply_source": self.reply_source,
         }
 
     @classmethod

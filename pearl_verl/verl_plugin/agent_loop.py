@@ -33,6 +33,7 @@ from pearl_verl.episode import STUDENT, DialogueTurn, EpisodeRecord
 from pearl_verl.episode_runner import EpisodeLimits, TutorReply, run_episode
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import LLMCallError
+from pearl_verl.metrics import fallback_counts
 from pearl_verl.sample import PearlSample
 from pearl_verl.student.types import StudentSession, StudentTurn
 from pearl_verl.tutor.prompts import tutor_system_prompt
@@ -232,6 +233,7 @@ class PearlTutorAgentLoop(AgentLoopBase):
             "pearl_completed": int(record.completed),
             "pearl_end_reason": record.end_reason,
             "pearl_student_llm_calls": sum(state.llm_calls for state in record.student_trace),
+            **fallback_counts(record.student_trace),
             "pearl_tutor_s": timing["tutor_s"],
             "pearl_student_s": timing["student_s"],
         }

@@ -25,6 +25,7 @@ from verl.trainer.ppo import core_algos, ray_trainer
 
 from pearl_verl.config import PearlConfig
 from pearl_verl.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
+from pearl_verl.metrics import FALLBACK_FIELDS, student_fallback_metrics
 from pearl_verl.reward_fields import inputs_from_columns
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
@@ -98,7 +99,11 @@ def pearl_compute_advantage(
 def _cause_metrics(data: DataProto) -> dict[str, float]:
     columns = data.non_tensor_batch
     missing = [None] * len(data)
-    return failure_cause_metrics(columns.get(END_REASON_COLUMN, missing), columns.get("judge_ok", missing))
+    metrics = failure_cause_metrics(columns.get(END_REASON_COLUMN, missing), columns.get("judge_ok", missing))
+    if all(field in columns for field in FALLBACK_FIELDS):
+        counts = zip(*(columns[field] for field in FALLBACK_FIELDS), strict=True)
+        metrics.update(student_fallback_metrics([dict(zip(FALLBACK_FIELDS, row, strict=True)) for row in counts]))
+    return metrics
 
 
 def pearl_update_actor(original: Callable[..., Any], state: GuardState) -> Callable[..., Any]:

@@ -32,6 +32,7 @@ from verl.workers.utils.padding import response_to_nested
 
 from pearl_verl.errors import InputError
 from pearl_verl.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
+from pearl_verl.metrics import student_fallback_metrics
 from pearl_verl.verl_plugin.compat import check_v1_advantage_step, split_row_key
 from pearl_verl.verl_plugin.estimator import (
     accepts_pearl_inputs,
@@ -89,6 +90,8 @@ class PearlSyncTrainer(PPOTrainerSync):
         end_reasons = [end_reason_of(extras[i]) for i in final_rows]
         judge_ok = [info.get("judge_ok") for info in final_infos]
         metrics.update(failure_cause_metrics(end_reasons, judge_ok, final_padding))
+        real = [None if pad else extras[i] for i, pad in zip(final_rows, final_padding, strict=True)]
+        metrics.update(student_fallback_metrics([row if isinstance(row, Mapping) else None for row in real]))
         self._feed_failure_guard(metrics)
         advantages = scalar[row_to_final].unsqueeze(-1) * proto.batch["response_mask"]
         output = {"advantages": advantages, "returns": advantages}
@@ -159,7 +162,8 @@ def end_reason_of(extra_fields: Any) -> str | None:
 def final_session_rows(keys: Sequence[str]) -> tuple[list[int], torch.Tensor]:
     """Rows holding each session's last output, and for every row the position of its session's.
 
-    verl keys rows ``{uid}_{session_id}_{output_index}`` (:func:`~pearl_verl.verl_plugin.compat.split_row_key`); an agent loop that returns several outputs
+    verl keys rows ``{uid}_{session_id}_{output_index}`` (:func:`pearl_verl.verl_plugin.compat.split_row_key`);
+    an agent loop that returns several outputs
     per episode shares one reward, so the group statistics must count each session once.
 
     Returns:

@@ -77,6 +77,8 @@ def test_calls_per_turn_are_counted_and_at_most_two_when_checks_pass(gsm8k_items
     )  # planner + realiser; rule-decided special turns skip the planner
     assert sum(s.llm_calls for s in replies) / len(replies) <= 2.0
     assert not [c for c in backend.calls if role(c[0]) == "refine"]  # the cheap check passed every time
+    assert {s.reply_source for s in replies} == {"llm"} and {s.plan_source for s in replies} <= {"llm", "rules"}
+    assert "llm" in {s.plan_source for s in replies}
     sampling = backend.calls[0][1]
     assert (sampling.temperature, sampling.top_p, sampling.top_k) == (1.0, 1.0, 50)
 
@@ -93,10 +95,16 @@ def test_refine_runs_only_when_the_check_fails_then_falls_back_to_the_template(g
     for text, state in zip([t.text for t in episode.turns[2::2]], episode.student_trace[1:]):
         if not state.solved:  # the leak never reaches the dialogue unless answering was the plan
             assert "The answer is" not in text and state.llm_calls >= 2
+    sources = [s.reply_source for s in episode.student_trace[1:]]
+    # every refine either passed the check (refined) or ended in the template (fallback), on its own turn
+    assert sources.count("refined") + sources.count("fallback") == len(refines)
+    assert sources.count("fallback") == session.usage["template_fallbacks"] and "refined" in sources
 
     stubborn = build_simulator(StudentConfig(**LLM), scripted(realiser=leaky, refine=leaky))
     episode, session = _episode(stubborn, problem, limits=EpisodeLimits(3))
     assert session.usage["template_fallbacks"] >= 1
+    sources = [s.reply_source for s in episode.student_trace[1:]]
+    assert sources.count("fallback") == session.usage["template_fallbacks"]  # each counted on its turn
     assert all(
         "The answer is" not in t.text for t, s in zip(episode.turns[2::2], episode.student_trace[1:]) if not s.solved
     )
@@ -120,6 +128,8 @@ def test_planner_replies_are_parsed_strictly_retried_and_fall_back(gsm8k_items):
     )
     episode, session = _episode(junk, problem, limits=EpisodeLimits(3))
     assert session.usage["fallbacks/planner"] >= 1 and episode.end_reason != "student_error"  # rule labels used
+    plan_sources = [s.plan_source for s in episode.student_trace[1:]]
+    assert plan_sources.count("fallback") == session.usage["fallbacks/planner"] and "llm" not in plan_sources
 
     strict = build_simulator(StudentConfig(**LLM, on_parse_failure="raise"), scripted(planner=lambda m: "nope"))
     episode, _ = _episode(strict, problem)

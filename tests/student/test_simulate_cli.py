@@ -158,3 +158,23 @@ def test_a_tutor_endpoint_gets_a_token_cap_timeout_and_retries(tmp_path, data_di
     assert [request["max_tokens"] for request in seen] == [300, 300] + [simulate_cli.TUTOR_MAX_TOKENS] * 2
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[1]["tutor_message"] == "What do you get for the first step?"
+
+
+def test_every_reply_falling_back_is_a_failed_run_and_the_summary_says_so(tmp_path, data_dir, capsys):
+    from pearl_verl.llm.local_server import LocalChatServer
+
+    # a server whose replies never parse: an empty plan, an empty message (as a weak model's can be)
+    out, source = tmp_path / "turns.jsonl", str(data_dir / "gsm8k" / "test.jsonl")
+    with LocalChatServer(lambda request: "", model="student") as server:
+        code = _run(source, "--limit", "2", "--max-turns", "2", "--backend", "llm", "--base-url", server.base_url,
+                    "--model", "student", "--out", str(out))
+    captured = capsys.readouterr()
+    assert code == 1 and "every student reply fell back to a template" in captured.err
+    assert "messages from fallback 100.0%" in captured.out and "labels from fallback" in captured.out
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    replies = [r for r in rows if r["turn"] > 0]
+    assert replies and {r["reply_source"] for r in replies} == {"fallback"}
+
+    offline = tmp_path / "offline.jsonl"
+    assert _run(source, "--limit", "2", "--max-turns", "2", "--out", str(offline)) == 0
+    assert "labels from rules 100.0% | messages from template 100.0%" in capsys.readouterr().out

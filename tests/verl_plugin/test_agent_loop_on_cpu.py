@@ -173,6 +173,9 @@ def _check_one(out, server, simulator, length, tokenizer, stats):
     assert [len(r) for r in runs] == [len(ids) for ids in server.generated][: len(runs)] or decoded != full
     assert all(lp == 0.0 for lp, m in zip(out.response_logprobs, out.response_mask) if not m)
     assert out.extra_fields["pearl_tutor_turns"] == record.tutor_turns == len(server.generated)
+    # the offline student writes every reply from its rules and templates: nothing fell back
+    assert out.extra_fields["pearl_student_replies"] == len(record.student_trace) - 1
+    assert out.extra_fields["pearl_student_fallbacks"] == 0
 
 
 def _runs(mask):

@@ -110,6 +110,8 @@ def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monk
     root = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {"failure_guard": guard}})
     batch = _legacy_batch()  # one sample in 6 failed, in the judge: 0.17 > 0.1 at every step
     batch.non_tensor_batch["pearl_end_reason"] = np.array(["tutor_ended"] * 6, dtype=object)
+    batch.non_tensor_batch["pearl_student_replies"] = np.array([4] * 6, dtype=object)
+    batch.non_tensor_batch["pearl_student_fallbacks"] = np.array([0, 1, 0, 0, 2, 0], dtype=object)
     original = ray_trainer.RayPPOTrainer._update_actor
     with legacy.legacy_advantage_hook():
         for step in (1, 2):  # verl's legacy fit: advantage, then the actor update
@@ -127,3 +129,4 @@ def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monk
     assert "Step 2 (its update done) is saved in /ckpt/global_step_2." in message
     assert updated == [1, 2] and saved == [2]
     assert data.meta_info[legacy.METRICS_META_KEY]["pearl/failure/judge_rate"] == pytest.approx(1 / 6)
+    assert data.meta_info[legacy.METRICS_META_KEY]["pearl/student/fallback_rate"] == pytest.approx(3 / 24)

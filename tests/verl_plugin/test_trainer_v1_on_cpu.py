@@ -50,6 +50,7 @@ def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=Non
         extra = {"reward_extra_info": info}
         if end_reasons is not None:  # what the pearl_tutor agent loop adds next to the reward loop's info
             extra["pearl_end_reason"] = end_reasons.get(session, "tutor_ended")
+            extra["pearl_student_replies"], extra["pearl_student_fallbacks"] = turns + 1, session % 2
         output = AgentLoopOutput(
             prompt_ids=[5, 6, 7],
             response_ids=list(range(10, 10 + len(mask))),
@@ -249,3 +250,6 @@ def test_pearl_sync_logs_what_failed(transfer_queue, verl_config):
     )
     assert metrics["pearl/failure/student_rate"] == pytest.approx(1 / 8)
     assert metrics["pearl/failure/judge_rate"] == metrics["pearl/failure/tutor_rate"] == 0.0
+    replies = [turns + 1 for _, _, _, turns, _ in SESSIONS]
+    fallbacks = [session % 2 for session in range(len(SESSIONS))]
+    assert metrics["pearl/student/fallback_rate"] == pytest.approx(sum(fallbacks) / sum(replies))

@@ -80,27 +80,28 @@ class RolePlaySession:
         """One role-play call; raises ``LLMCallError`` when the endpoint fails for good."""
         self._turns.append(DialogueTurn(TUTOR, tutor_message))
         messages: list[Message] = [{"role": "system", "content": self.system_prompt}, *dialogue_messages(self._turns)]
-        text, calls = await self._call(messages)
+        text, calls, source = await self._call(messages)
         self._solved = self._solved or states_correct_answer(self.problem, text)
         state = StudentTurnState(
-            len(self._trace), (), heuristic_attempt(self.problem, text), {}, self._solved, False, calls
+            len(self._trace), (), heuristic_attempt(self.problem, text), {}, self._solved, False, calls,
+            reply_source=source,
         )
         self._trace.append(state)
         self._turns.append(DialogueTurn(STUDENT, text))
         return StudentTurn(text, state)
 
-    async def _call(self, messages: list[Message]) -> tuple[str, int]:
+    async def _call(self, messages: list[Message]) -> tuple[str, int, str]:
         for attempt in range(1, self.config.parse_attempts + 1):
             result = await self.backend.chat(messages, self.config.sampling())
             text = clean_message(result.text)
             if text:
-                return text, attempt
+                return text, attempt, "llm"
             self.usage["parse_failures"] += 1
         if self.config.on_parse_failure == "raise":
             raise LLMCallError("baseline student replied with empty messages", "parse", self.config.parse_attempts)
         self.usage["fallbacks"] += 1
         logger.info("baseline student gave only empty replies for %s; using a neutral message", self.problem.problem_id)
-        return FALLBACK_MESSAGE, self.config.parse_attempts
+        return FALLBACK_MESSAGE, self.config.parse_attempts, "fallback"
 
 
 def backend_for(config: StudentConfig, backend: ChatBackend | None) -> ChatBackend:
