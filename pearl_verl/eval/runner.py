@@ -34,7 +34,7 @@ from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.protocol import EvalItem
 from pearl_verl.jsonl import drop_cut_tail, input_file, read_appended
-from pearl_verl.judge.fields import not_judged_reason, reward_info, should_judge
+from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
@@ -50,8 +50,14 @@ def result_id(tutor: str, simulator: str, item_id: str) -> str:
 
 
 def row_ok(row: Mapping[str, Any]) -> bool:
-    """Whether a result line holds a usable dialogue (and, when judged, a judgement)."""
+    """Whether a result line holds a usable dialogue (and, when judged, a judgement).
+
+    A dialogue that ended ``student_error`` or ``tutor_error`` is not usable, judged or not
+    (``--judge none``): its backend failed, so ``--retry-failed`` runs it again.
+    """
     if row.get("episode") is None or row.get("error"):
+        return False
+    if row["episode"].get("end_reason") in FAILED_EPISODE_REASONS:
         return False
     judge = row.get("judge")
     return judge is None or bool(judge.get(JUDGE_OK_KEY))
