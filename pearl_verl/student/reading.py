@@ -30,7 +30,7 @@ _STOP = frozenset(
     "the and for that this with you your are was were has have had how many much what each then from into per "
     "she he they them his her its our can will would there their which who whom all any one two".split()
 )
-_ANSWER_IS = re.compile(r"answer\s+(?:is|would be|=|:)\s*(.+?)(?:[.!?]\s|[.!?]?$)", re.I | re.S)
+ANSWER_IS = re.compile(r"answer\s+(?:is|would be|=|:)\s*(.+?)(?:[.!?]\s|[.!?]?$)", re.I | re.S)
 STEP_MATCH_THRESHOLD = 0.5
 """Share of a step's content tokens a tutor message must contain to count as addressing that step."""
 
@@ -120,7 +120,7 @@ def stated_answer(text: str) -> str | None:
     boxed = last_boxed(text)
     if boxed:
         return boxed
-    claims = list(_ANSWER_IS.finditer(text))
+    claims = list(ANSWER_IS.finditer(text))
     if claims:
         return claims[-1].group(1).strip().rstrip(".").strip()
     numbers = numbers_in(text)

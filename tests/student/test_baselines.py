@@ -101,3 +101,24 @@ def test_heuristic_attempts_and_failures(gsm8k_items):
         ScriptedChatBackend(lambda m, s: LLMCallError("down", "connection", 4)),
     )
     assert _episode(down, problem).end_reason == "student_error"
+
+
+def test_the_mathdial_wrong_solution_never_states_the_correct_answer(data_dir):
+    # 31 of GSM8K's 1,319 test solutions kept it before: "=$70,000" where the result was written 70000
+    import re
+
+    from pearl_verl.knowledge.decomposition import reference_steps
+    from pearl_verl.student.planner import to_number
+    from pearl_verl.student.reading import states_correct_answer
+    from pearl_verl.student.simulate import load_problems
+
+    result_is = re.compile(r"=\s*\$?\s*(-?[\d,]*\.?\d+)")
+    problems = [item.problem for item in load_problems(data_dir / "gsm8k" / "test.jsonl")]
+    assert len(problems) == 1319
+    for problem in problems:
+        solution = perturbed_solution(problem)
+        answer = to_number(problem.answer)
+        results = [to_number(m.replace(",", "")) for m in result_is.findall(solution.splitlines()[-1])]
+        assert not states_correct_answer(problem, solution), (problem.problem_id, solution[-200:])
+        assert answer not in results, (problem.problem_id, solution[-200:])
+        assert solution.splitlines()[:-1] == reference_steps(problem)[:-1]  # only the last step is changed

@@ -11,6 +11,7 @@ our own wording, not MathDial's.
 from __future__ import annotations
 
 import random
+import re
 
 from pearl_verl.knowledge.decomposition import reference_steps, step_result
 from pearl_verl.llm.types import ChatBackend
@@ -18,6 +19,7 @@ from pearl_verl.problem import Problem
 from pearl_verl.student.baselines.roleplay import RolePlaySession, backend_for, opening_message
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.planner import format_number, to_number
+from pearl_verl.student.reading import states_correct_answer
 from pearl_verl.student.types import StudentCondition
 
 MATHDIAL_PROMPT = """You are a middle-school student talking with a math teacher about this problem:
@@ -36,15 +38,33 @@ then correct that step and continue from there.
 
 
 def perturbed_solution(problem: Problem) -> str:
-    """The reference solution with its final result (and the answer) replaced by a wrong value."""
+    """The reference solution with its final result (and the answer) replaced by a wrong value.
+
+    Every number of the last step equal to its result or to the answer is replaced, however it is
+    written (``$70,000`` for ``70000``), so the believed solution never states the correct answer;
+    when the last step still does (a percentage rounded in words), it is replaced by the wrong claim.
+    """
     steps = reference_steps(problem)
     last = steps[-1]
     result = step_result(last) or problem.answer
     value = to_number(result)
     rng = random.Random(f"mathdial|{problem.problem_id}")
-    wrong = format_number(value + rng.choice((-2, -1, 1, 2, 10))) if value is not None else "something else"
-    steps[-1] = last.replace(result, wrong) if result in last else f"{last} So the answer is {wrong}."
+    targets = {v for v in (value, to_number(problem.answer)) if v is not None}
+    offsets = [o for o in (-2, -1, 1, 2, 10) if value is not None and all(abs(value + o - t) > 1e-9 for t in targets)]
+    wrong = format_number(value + rng.choice(offsets)) if offsets else "something else"
+
+    def swap(match: re.Match[str]) -> str:
+        number = to_number(match.group(0).replace(",", ""))
+        return wrong if number is not None and any(abs(number - t) < 1e-9 for t in targets) else match.group(0)
+
+    changed = _NUMBER.sub(swap, last)
+    steps[-1] = changed if changed != last else f"{last} So the answer is {wrong}."
+    if states_correct_answer(problem, "\n".join(steps)) or _NUMBER.sub(swap, steps[-1]) != steps[-1]:
+        steps[-1] = f"So the answer is {wrong}."
     return "\n".join(steps)
+
+
+_NUMBER = re.compile(r"(?<!\d)(?<!\d\.)\d[\d,]*(?:\.\d+)?(?!\d|\.\d)")
 
 
 class MathDialStudentSimulator:

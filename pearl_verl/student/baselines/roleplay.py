@@ -18,7 +18,7 @@ from pearl_verl.knowledge.decomposition import reference_steps, step_result
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message
 from pearl_verl.problem import Problem
 from pearl_verl.student.config import StudentConfig
-from pearl_verl.student.consistency import clean_message
+from pearl_verl.student.consistency import clean_message, role_issues
 from pearl_verl.student.planner import to_number
 from pearl_verl.student.prompts import dialogue_messages
 from pearl_verl.student.reading import states_correct_answer
@@ -91,16 +91,23 @@ class RolePlaySession:
         return StudentTurn(text, state)
 
     async def _call(self, messages: list[Message]) -> tuple[str, int, str]:
+        # the prompt-only protocol has no plan to check against, but the same role checks as the PEARL
+        # student: not empty, not cut at max_tokens, not too long, in role, not its own instructions
+        issues: list[str] = []
         for attempt in range(1, self.config.parse_attempts + 1):
             result = await self.backend.chat(messages, self.config.sampling())
             text = clean_message(result.text)
-            if text:
+            finish = result.finish_reasons[0] if result.finish_reasons else None
+            issues = role_issues(text, self.config.max_message_chars, finish)
+            if not issues:
                 return text, attempt, "llm"
             self.usage["parse_failures"] += 1
+            logger.info("baseline student reply rejected for %s: %s", self.problem.problem_id, "; ".join(issues))
         if self.config.on_parse_failure == "raise":
-            raise LLMCallError("baseline student replied with empty messages", "parse", self.config.parse_attempts)
+            raise LLMCallError(f"baseline student replies were rejected: {'; '.join(issues)}", "parse",
+                               self.config.parse_attempts)
         self.usage["fallbacks"] += 1
-        logger.info("baseline student gave only empty replies for %s; using a neutral message", self.problem.problem_id)
+        logger.info("baseline student gave no usable reply for %s; using a neutral message", self.problem.problem_id)
         return FALLBACK_MESSAGE, self.config.parse_attempts, "fallback"
 
 

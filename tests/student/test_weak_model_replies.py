@@ -1,0 +1,61 @@
+"""The consistency check against replies a weak served model wrote in the student role (issue 20).
+
+Each rejected reply reached a dialogue before: out of role, the prompt's or the check's own words,
+an answer or a calculation under a plan of no attempt, a reply cut at ``max_tokens``. The accepted
+ones are what a student of the same plan may say, so the check does not get there by rejecting all.
+"""
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from pearl_verl.llm.local_server import LocalChatServer, Reply
+from pearl_verl.student.baselines import SocraticLMStudentSimulator
+from pearl_verl.student.baselines.roleplay import FALLBACK_MESSAGE
+from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.consistency import check_message, role_issues
+from pearl_verl.student.planner import Plan
+from pearl_verl.student.types import StudentCondition
+
+CASES = json.loads((Path(__file__).parent / "fixtures" / "weak_model_replies.json").read_text())
+
+
+def _issues(case, problem):
+    plan = Plan(case["attempt"], tuple(case["labels"]))
+    return role_issues(case["text"], 600, case["finish_reason"]) + check_message(case["text"], plan, problem, 600)
+
+
+@pytest.mark.parametrize("case", CASES["rejected"], ids=[c["why"] for c in CASES["rejected"]])
+def test_each_recorded_fault_is_rejected(case, gsm8k_items):
+    assert _issues(case, gsm8k_items[0].problem), case["text"]
+
+
+@pytest.mark.parametrize("case", CASES["accepted"], ids=[c["text"][:30] for c in CASES["accepted"]])
+def test_a_student_of_the_same_plan_passes(case, gsm8k_items):
+    assert _issues(case, gsm8k_items[0].problem) == []
+
+
+# the faults that need no plan to see: the prompt-only baselines reject them too
+PLANLESS = [c for c in CASES["rejected"] if role_issues(c["text"], 600, c["finish_reason"])]
+
+
+def test_the_planless_faults_are_most_of_the_recorded_ones():
+    assert {c["why"] for c in PLANLESS} >= {"out of role", "cut at max_tokens mid-word", "a label identifier leaked"}
+
+
+@pytest.mark.parametrize("case", PLANLESS, ids=[c["why"] for c in PLANLESS])
+def test_a_baseline_student_rejects_them_over_http(case, gsm8k_items):
+    problem, condition = gsm8k_items[0].problem, StudentCondition(seed=1)
+    with LocalChatServer(lambda request: Reply(text=case["text"], finish_reason=case["finish_reason"])) as server:
+        config = StudentConfig(simulator="socraticlm", base_url=server.base_url, model="local-test-model")
+        simulator = SocraticLMStudentSimulator(config)
+
+        async def reply():
+            session = await simulator.start(problem, condition, 0, simulator.opening(problem, condition))
+            return await session.respond("What do you know so far?")
+
+        turn = asyncio.run(reply())
+    assert turn.text == FALLBACK_MESSAGE and turn.state.reply_source == "fallback"
+    assert turn.state.llm_calls == config.parse_attempts  # asked again before falling back
