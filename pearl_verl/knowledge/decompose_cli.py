@@ -9,6 +9,7 @@ without, the rule extractor. Already cached problems are skipped.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 
 from pearl_verl.errors import InputError
@@ -74,4 +75,12 @@ def run(args: argparse.Namespace) -> int:
         f"llm {stats['llm']} | fallbacks {stats['fallbacks']} | llm calls {stats['llm_calls']} | cache {args.cache_dir}"
     )
     print("most frequent units: " + ", ".join(f"{u} {n}" for u, n in units.most_common(10)))
+    if backend is not None and stats["fallbacks"] and not stats["llm"]:
+        # nothing the extractor wrote was usable, and fallbacks are not cached (a rerun tries again)
+        print(
+            f"error: every extraction fell back to the rules ({stats['fallbacks']} of {len(problems)} problems): "
+            f"{args.model} at {args.base_url} gave no valid knowledge units; nothing was cached",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -35,3 +35,15 @@ def test_decompose_fills_the_cache_once(tmp_path, capsys):
 def test_decompose_argument_errors(tmp_path):
     with pytest.raises(ValueError, match="--base-url and --model go together"):
         _run(str(DATA / "gsm8k" / "test.jsonl"), "--cache-dir", str(tmp_path), "--model", "m")
+
+
+def test_every_extraction_falling_back_is_a_failed_run(tmp_path, capsys):
+    from pearl_verl.llm.local_server import LocalChatServer
+
+    cache = tmp_path / "cache"
+    with LocalChatServer(lambda request: "I'm here to help! What would you like to know?") as server:
+        code = _run(str(DATA / "gsm8k" / "test.jsonl"), "--limit", "3", "--cache-dir", str(cache),
+                    "--base-url", server.base_url, "--model", "local-test-model")
+    captured = capsys.readouterr()
+    assert code == 1 and "every extraction fell back to the rules (3 of 3 problems)" in captured.err
+    assert "fallbacks 3" in captured.out and not list(DecompositionCache(cache).keys())  # a rerun tries again
