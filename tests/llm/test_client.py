@@ -176,3 +176,46 @@ def test_connection_pool_closes_with_its_event_loop(recwarn):
     gc.collect()
     unclosed = [w for w in recwarn.list if "Unclosed" in str(w.message)]
     assert unclosed == []
+
+
+def test_a_timed_out_request_is_closed_before_its_retry():
+    """The client hangs up on a request it gave up on, so a server (vLLM) can abort the generation;
+    the retry arrives after that connection was closed."""
+    import socket
+    import threading
+
+    events: list[tuple[float, str]] = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+
+    def handle(conn, n):
+        conn.recv(65536)  # the request; never answered
+        events.append((time.monotonic(), f"request {n}"))
+        conn.settimeout(5)
+        try:
+            if conn.recv(1) == b"":
+                events.append((time.monotonic(), f"closed {n}"))
+        except (TimeoutError, ConnectionResetError):
+            pass
+        conn.close()
+
+    def serve():
+        threads = []
+        for n in (1, 2):
+            conn, _ = listener.accept()
+            threads.append(threading.Thread(target=handle, args=(conn, n), daemon=True))
+            threads[-1].start()
+        for thread in threads:
+            thread.join()
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    base_url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    endpoint = EndpointConfig(base_url, "m", timeout_s=0.3, max_retries=1, backoff_s=0.01)
+    with pytest.raises(LLMCallError) as failed:
+        asyncio.run(OpenAIChatClient(endpoint, seed=0).chat([{"role": "user", "content": "hi"}]))
+    server.join(timeout=10)
+    listener.close()
+    assert failed.value.reason == "timeout" and failed.value.attempts == 2
+    assert [name for _, name in sorted(events)] == ["request 1", "closed 1", "request 2", "closed 2"]
