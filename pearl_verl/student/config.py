@@ -32,7 +32,9 @@ class StudentConfig:
         temperature: student sampling temperature (paper: 1.0).
         top_p: nucleus sampling (paper: 1.0).
         top_k: top-k sampling (paper: 50); None leaves the server default.
-        max_tokens: cap on one student message's tokens.
+        max_tokens: cap on one student message's tokens (realiser and refine calls).
+        planner_max_tokens: cap on one planner reply, a one-line JSON object: a model that rambles
+            past it has failed the format anyway, and its tokens would only cost time.
         planner: ``llm`` (an LLM call chooses the behaviour labels) or ``rules`` (the offline
             planner's labels; one LLM call per turn fewer). The attempt outcome is always drawn by
             the cognitive model from mastery and profile (docs/simulator.md).
@@ -61,6 +63,7 @@ class StudentConfig:
     top_p: float = 1.0
     top_k: int | None = 50
     max_tokens: int = 256
+    planner_max_tokens: int = 128
     planner: str = "llm"
     refine: bool = True
     parse_attempts: int = 2
@@ -116,11 +119,10 @@ class StudentConfig:
             max_concurrency=self.max_concurrency,
         )
 
-    def sampling(self) -> SamplingConfig:
-        """Sampling of the student's generative roles (planner, realiser, refiner)."""
-        return SamplingConfig(
-            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, max_tokens=self.max_tokens
-        )
+    def sampling(self, role: str = "realiser") -> SamplingConfig:
+        """Sampling of one of the student's generative roles (``planner``, ``realiser``, ``refine``)."""
+        cap = self.planner_max_tokens if role == "planner" else self.max_tokens
+        return SamplingConfig(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, max_tokens=cap)
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:

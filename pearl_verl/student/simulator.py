@@ -323,7 +323,7 @@ class PearlStudentSession:
         error = ""
         for _ in range(attempts):
             calls[role] += 1
-            result = await self.simulator.backend.chat(messages, self.config.sampling())
+            result = await self.simulator.backend.chat(messages, self.config.sampling(role))
             try:
                 return parse(result.text)
             except ValueError as exc:

@@ -178,7 +178,9 @@ def test_http_path_against_a_local_server(gsm8k_items):
         bodies = list(server.requests)
     assert episode.end_reason in ("turn_limit", "tutor_ended")
     assert sum(s.llm_calls for s in episode.student_trace) == len(bodies)
-    assert bodies[0]["top_k"] == 50 and bodies[0]["temperature"] == 1.0 and bodies[0]["max_tokens"] == 256
+    assert all(body["top_k"] == 50 and body["temperature"] == 1.0 for body in bodies)
+    caps = {role(body["messages"]): body["max_tokens"] for body in bodies}
+    assert caps == {"planner": 128, "realiser": 256}  # a short JSON plan gets a short cap
 
     with LocalChatServer(lambda request: Reply(status=500)) as server:
         config = StudentConfig(
