@@ -70,9 +70,12 @@ def compose_verl_config(overrides: list[str]) -> DictConfig:
         return compose(config_name="ppo_trainer", overrides=overrides)
 
 
-def device_overrides(device: Device) -> list[str]:
+def device_overrides(device: Device, cpu_compute_dtype: str = "bfloat16") -> list[str]:
     """Engine settings that depend on the device.
 
+    On the CPU the weights and optimizer are float32. verl's FSDP engine computes the update under
+    bf16 autocast unless ``fsdp_config.mixed_precision`` says otherwise (its ``dtype`` setting is
+    not read by the FSDP engine), so ``cpu_compute_dtype="float32"`` sets a float32 mixed precision.
     Sequence packing (``use_remove_padding``) pays off only with flash-attention's varlen kernels;
     with SDPA it attends over the whole packed batch (measured 7x slower on CPU), so it is off there.
     """
@@ -87,7 +90,12 @@ def device_overrides(device: Device) -> list[str]:
             "actor_rollout_ref.actor.fsdp_config.model_dtype=bf16",
             "actor_rollout_ref.actor.fsdp_config.dtype=bfloat16",
         ]
-    return overrides + ["actor_rollout_ref.actor.fsdp_config.model_dtype=fp32", "actor_rollout_ref.actor.fsdp_config.dtype=float32"]
+    overrides.append("actor_rollout_ref.actor.fsdp_config.model_dtype=fp32")
+    if cpu_compute_dtype == "float32":
+        overrides.append(
+            "+actor_rollout_ref.actor.fsdp_config.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"
+        )
+    return overrides
 
 
 def build_actor(config: DictConfig) -> Any:

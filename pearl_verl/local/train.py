@@ -106,6 +106,11 @@ class LocalTrainConfig:
             instructions for a model other than ``tiny``; float32 otherwise). Training keeps float32
             master weights either way and recomputes the log-probabilities it learns from, as verl does
             with a bf16 vLLM rollout.
+        train_dtype: compute precision of the CPU update's forward and backward (verl's FSDP mixed
+            precision; weights, gradient reduction and optimizer stay float32): ``float32``,
+            ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
+            instructions, float32 on one without, where emulated bf16 is slow). On a GPU verl's bf16
+            setup is used.
     """
 
     out_dir: str = "outputs/train-local"
@@ -136,6 +141,7 @@ class LocalTrainConfig:
     save_every: int = 10
     prefer_gpu: bool = True
     rollout_dtype: str = "auto"
+    train_dtype: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every",
@@ -151,8 +157,9 @@ class LocalTrainConfig:
         if self.cold_start_teachers not in TEACHER_POOLS:
             raise InputError(f"cold_start_teachers={self.cold_start_teachers!r} must be one of {sorted(TEACHER_POOLS)}.")
         self.ability_mix  # validates student_ability
-        if self.rollout_dtype not in ROLLOUT_DTYPES:
-            raise InputError(f"rollout_dtype={self.rollout_dtype!r} must be one of {list(ROLLOUT_DTYPES)}.")
+        for name in ("rollout_dtype", "train_dtype"):
+            if getattr(self, name) not in ROLLOUT_DTYPES:
+                raise InputError(f"{name}={getattr(self, name)!r} must be one of {list(ROLLOUT_DTYPES)}.")
 
     @property
     def ability_mix(self) -> dict[str, float]:
@@ -179,13 +186,15 @@ class LocalTrainConfig:
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16")
 
 
-def rollout_dtype(setting: str, on_gpu: bool, model: str) -> torch.dtype:
-    """The rollout copy's dtype for ``LocalTrainConfig.rollout_dtype`` (see there)."""
+def resolve_dtype(setting: str, on_gpu: bool, model: str, role: str = "rollout") -> torch.dtype:
+    """The dtype for ``LocalTrainConfig.rollout_dtype`` (``role="rollout"``) or ``train_dtype`` (see there)."""
     if setting != "auto":
         return getattr(torch, setting)
-    if on_gpu or (model != "tiny" and cpu_has_native_bf16()):
+    if on_gpu:
         return torch.bfloat16
-    return torch.float32  # a 229K-parameter model gains nothing, and emulated bf16 is slower than fp32
+    if not cpu_has_native_bf16() or (role == "rollout" and model == "tiny"):
+        return torch.float32  # emulated bf16 is slower than fp32; a 229K-parameter model's generation gains nothing
+    return torch.bfloat16
 
 
 def cpu_has_native_bf16() -> bool:
@@ -261,8 +270,14 @@ class LocalTrainer:
             f"+pearl.advantage.gamma={c.gamma}",
             f"+pearl.agent.max_tutor_turns={c.max_tutor_turns}",
             f"+pearl.agent.max_tokens_per_turn={c.max_tokens_per_turn}",
-            *device_overrides(self.device),
+            *device_overrides(self.device, self.train_dtype_name),
         ]
+
+    @property
+    def train_dtype_name(self) -> str:
+        """``train_dtype`` resolved for this device: ``bfloat16`` or ``float32``."""
+        dtype = resolve_dtype(self.config.train_dtype, self.device.on_gpu, self.config.model, "train")
+        return str(dtype).removeprefix("torch.")
 
     def _build_rollout(self, model_dir: Path) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -271,7 +286,7 @@ class LocalTrainer:
         from pearl_verl.verl_plugin.agent_loop import _special_ids
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        dtype = rollout_dtype(self.config.rollout_dtype, self.device.on_gpu, self.config.model)
+        dtype = resolve_dtype(self.config.rollout_dtype, self.device.on_gpu, self.config.model)
         logger.info("rollout copy in %s", dtype)
         rollout_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(self.device.kind).eval()
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id

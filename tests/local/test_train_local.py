@@ -84,8 +84,9 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     assert "train-local: 100%" in stderr
     assert "validate_config" in (out / "train.log").read_text()
 
-    # resumed with a bfloat16 rollout copy: the fp32 policy's weights load into it and it generates
-    resume = ["--steps", "3", "--resume", "--rollout-dtype", "bfloat16"]
+    # resumed with a bfloat16 rollout copy (the fp32 policy's weights load into it and it generates)
+    # and a float32 update (verl's FSDP mixed precision set to fp32 instead of its bf16 autocast)
+    resume = ["--steps", "3", "--resume", "--rollout-dtype", "bfloat16", "--train-dtype", "float32"]
     stdout, stderr = _run(["train-local", "--out-dir", str(out), *resume, *SMALL], streams=True)
     # the real entry point: nothing of verl's, transformers' or torch's chatter on screen
     chatter = ("validate_config", "UserWarning", "Before FSDP", "latform", "WARNING", "Loading weights")
@@ -95,7 +96,9 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     assert [r["step"] for r in rows if "reward/mean" in r] == [1, 2, 3]  # resumed, nothing repeated
     assert (out / "checkpoints" / "global_step_3").exists()
     state = json.loads((out / "checkpoints" / "global_step_3" / "pearl_local_state.json").read_text())
-    assert state["config"]["rollout_dtype"] == "bfloat16"
+    assert (state["config"]["rollout_dtype"], state["config"]["train_dtype"]) == ("bfloat16", "float32")
+    last = [r for r in rows if "reward/mean" in r][-1]
+    assert last["actor/param_change"] > 0  # the float32 update ran
 
 
 def test_bad_settings_fail_before_any_work(tmp_path):
@@ -152,17 +155,27 @@ def test_a_run_whose_judge_always_fails_stops_with_a_resumable_checkpoint(tmp_pa
     assert (out / "checkpoints" / "global_step_3" / "pearl_local_state.json").exists()
 
 
-def test_rollout_dtype_is_bf16_only_where_it_is_faster(monkeypatch):
+def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
     import torch
 
     from pearl_verl.local import train
+    from pearl_verl.local.runtime import Device, device_overrides
 
     monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: True)
-    assert train.rollout_dtype("auto", on_gpu=False, model="smollm2") == torch.bfloat16
-    assert train.rollout_dtype("auto", on_gpu=False, model="tiny") == torch.float32
-    assert train.rollout_dtype("float32", on_gpu=True, model="smollm2") == torch.float32
+    assert train.resolve_dtype("auto", on_gpu=False, model="smollm2") == torch.bfloat16
+    assert train.resolve_dtype("auto", on_gpu=False, model="tiny") == torch.float32
+    assert train.resolve_dtype("auto", on_gpu=False, model="tiny", role="train") == torch.bfloat16
+    assert train.resolve_dtype("float32", on_gpu=True, model="smollm2") == torch.float32
     monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: False)
-    assert train.rollout_dtype("auto", on_gpu=False, model="smollm2") == torch.float32
-    assert train.rollout_dtype("auto", on_gpu=True, model="tiny") == torch.bfloat16
+    assert train.resolve_dtype("auto", on_gpu=False, model="smollm2") == torch.float32
+    assert train.resolve_dtype("auto", on_gpu=False, model="smollm2", role="train") == torch.float32
+    assert train.resolve_dtype("auto", on_gpu=True, model="tiny") == torch.bfloat16
     with pytest.raises(ValueError, match="rollout_dtype='fp8' must be one of"):
         train.LocalTrainConfig(rollout_dtype="fp8")
+    with pytest.raises(ValueError, match="train_dtype='half' must be one of"):
+        train.LocalTrainConfig(train_dtype="half")
+    # verl's FSDP engine autocasts to bf16 unless mixed_precision says float32
+    fp32 = [o for o in device_overrides(Device("cpu"), "float32") if "mixed_precision" in o]
+    assert fp32 == ["+actor_rollout_ref.actor.fsdp_config.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,"
+                    "buffer_dtype:fp32}"]
+    assert not [o for o in device_overrides(Device("cpu"), "bfloat16") if "mixed_precision" in o]
