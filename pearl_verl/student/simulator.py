@@ -311,7 +311,8 @@ class PearlStudentSession:
         calls: Counter[str],
         attempts: int | None = None,
     ) -> T | None:
-        """Call the backend until ``parse`` accepts a reply (ValueError = rejected; the retry quotes the reason).
+        """Call the backend until ``parse`` accepts a reply (ValueError = rejected, as is a reply cut at
+        ``max_tokens``; the retry quotes the reason).
 
         Returns:
             The parsed reply, or None after ``attempts`` rejected replies with ``on_parse_failure="fallback"``.
@@ -325,6 +326,8 @@ class PearlStudentSession:
             calls[role] += 1
             result = await self.simulator.backend.chat(messages, self.config.sampling(role))
             try:
+                if result.finish_reasons and result.finish_reasons[0] == "length":
+                    raise InputError("the reply was cut off at the token limit; answer shorter")
                 return parse(result.text)
             except ValueError as exc:
                 error = str(exc)

@@ -59,3 +59,32 @@ def test_a_baseline_student_rejects_them_over_http(case, gsm8k_items):
         turn = asyncio.run(reply())
     assert turn.text == FALLBACK_MESSAGE and turn.state.reply_source == "fallback"
     assert turn.state.llm_calls == config.parse_attempts  # asked again before falling back
+
+
+def test_a_pearl_student_message_cut_at_max_tokens_is_asked_again(gsm8k_items):
+    from pearl_verl.student.factory import build_simulator
+
+    cut = {"left": 1}
+
+    def respond(request):
+        system = request["messages"][0]["content"]
+        if system.startswith("You plan the next turn"):
+            return '{"behaviours": ["uncertainty", "help_seeking"], "leave": false}'
+        if cut["left"]:
+            cut["left"] -= 1
+            return Reply(text="I think we need to multi", finish_reason="length")
+        return "I'm not sure what to do here, can you help?"
+
+    problem, condition = gsm8k_items[0].problem, StudentCondition(seed=1)
+    with LocalChatServer(respond, model="student") as server:
+        config = StudentConfig(backend="llm", base_url=server.base_url, model="student", decomposer="rules")
+        simulator = build_simulator(config)
+
+        async def reply():
+            session = await simulator.start(problem, condition, 0, simulator.opening(problem, condition))
+            return await session.respond("What do you know so far?"), session
+
+        turn, session = asyncio.run(reply())
+        retry = [r for r in server.requests if "cut off at the token limit" in str(r["messages"][-1])]
+    assert "multi" not in turn.text and turn.state.reply_source == "llm"
+    assert session.usage["parse_failures/realiser"] == 1 and len(retry) == 1
