@@ -8,6 +8,7 @@ from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
 
 OFFLINE_JUDGE_LABEL = "offline HeuristicJudge (a CPU test double: NOT the paper's judge, NOT an external evaluator)"
 _JUDGE_DEFAULTS = JudgeConfig(backend="offline")
@@ -30,6 +31,9 @@ def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) ->
     group.add_argument("--judge-max-tokens", type=int, default=_JUDGE_DEFAULTS.max_tokens)
     group.add_argument("--judge-concurrency", type=int, default=_JUDGE_DEFAULTS.max_concurrency)
     group.add_argument("--judge-timeout", type=float, default=_JUDGE_DEFAULTS.timeout_s)
+    group.add_argument(
+        "--judge-structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP
+    )
 
 
 def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
@@ -47,6 +51,7 @@ def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
         max_tokens=args.judge_max_tokens,
         max_concurrency=args.judge_concurrency,
         timeout_s=args.judge_timeout,
+        structured_output=args.judge_structured_output,
     )
 
 

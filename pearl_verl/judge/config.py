@@ -47,6 +47,9 @@ class JudgeConfig:
         top_k: top-k, sent as vLLM's ``top_k`` (paper: 20); None leaves the server default.
         max_tokens: completion cap; the 24-criterion JSON with rationales needs ~1.5k tokens.
         seed: sampling seed (varied per retry so a retry is a new draw); None for none.
+        structured_output: ``none``, ``json_schema`` (vLLM) or ``json_object`` (llama-cpp-python):
+            whether the server is held to the output contract's JSON Schema
+            (``EndpointConfig.structured_output``); the strict parser checks every reply anyway.
     """
 
     backend: str = "llm"
@@ -65,6 +68,7 @@ class JudgeConfig:
     top_k: int | None = 20
     max_tokens: int | None = 4096
     seed: int | None = None
+    structured_output: str = "none"
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -101,6 +105,7 @@ class JudgeConfig:
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             max_concurrency=self.max_concurrency,
+            structured_output=self.structured_output,
         )
 
     def sampling(self) -> SamplingConfig:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
+from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
 
 if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     judge.add_argument("--timeout", type=float, default=_DEFAULTS.timeout_s, help="seconds per HTTP attempt")
     judge.add_argument("--max-retries", type=int, default=_DEFAULTS.max_retries, help="HTTP retries per call")
     judge.add_argument("--parse-retries", type=int, default=_DEFAULTS.parse_retries, help="calls again on bad output")
+    judge.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP)
     judge.add_argument("--samples", type=int, default=1, help="self-consistency samples per dialogue")
     judge.add_argument("--aggregate", choices=("mean", "median"), default="mean", help="over samples")
     judge.add_argument("--temperature", type=float, default=_DEFAULTS.temperature)
@@ -70,6 +72,7 @@ def run_judge(args: argparse.Namespace) -> int:
         model=args.model,
         api_key_env=args.api_key_env,
         timeout_s=args.timeout,
+        structured_output=args.structured_output,
         max_retries=args.max_retries,
         max_concurrency=args.concurrency,
         parse_retries=args.parse_retries,

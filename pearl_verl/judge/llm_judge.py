@@ -26,7 +26,7 @@ from typing import Any
 from pearl_verl.episode import EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
-from pearl_verl.judge.prompt import judge_messages
+from pearl_verl.judge.prompt import judge_messages, judgement_schema
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.scoring import AGGREGATES, result_from_samples
 from pearl_verl.judge.types import CriterionScore, JudgeResult
@@ -134,7 +134,9 @@ class LLMJudge:
             raise InputError(f"parse_retries={parse_retries!r} must be >= 0.")
         self.backend = backend
         base = sampling or PAPER_JUDGE_SAMPLING
-        self.sampling = dataclasses.replace(base, n=samples if samples_per_request else 1)
+        self.sampling = dataclasses.replace(
+            base, n=samples if samples_per_request else 1, response_schema=judgement_schema(rubric)
+        )
         self.samples = samples
         self.aggregate = aggregate
         self.parse_retries = parse_retries

@@ -187,6 +187,29 @@ def system_prompt(rubric: Rubric = RUBRIC) -> str:
 RATIONALE_PLACEHOLDER = "<one or two sentences>"
 
 
+@lru_cache(maxsize=8)
+def judgement_schema(rubric: Rubric = RUBRIC) -> str:
+    """The JSON Schema (as text) of the output contract, for servers with structured output.
+
+    Keys in the prompt's order (grammar-constrained decoders follow it), each score an enum of its
+    criterion's scale, each rationale a non-empty string; the strict parser still checks the rest
+    (length, placeholders, duplicates).
+    """
+
+    def closed(properties: dict[str, object]) -> dict[str, object]:
+        return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+    entry = {"rationale": {"type": "string", "minLength": 1}}
+    schema = closed({
+        dimension: closed({
+            c.key: closed({"score": {"type": "integer", "enum": list(c.scores)}, **entry})
+            for c in rubric.for_dimension(dimension)
+        })
+        for dimension in DIMENSIONS
+    })
+    return json.dumps({"title": "pearl_judgement", **schema})
+
+
 def skeleton_placeholders(rubric: Rubric = RUBRIC) -> frozenset[str]:
     """The placeholders of :func:`output_contract`'s skeleton, as :func:`placeholder_form` writes them.
 

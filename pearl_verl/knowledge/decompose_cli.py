@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 
 from pearl_verl.errors import InputError
+from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--api-key-env", help="environment variable with the endpoint's key")
     parser.add_argument("--curriculum", help="custom curriculum JSON (default: the shipped one)")
     parser.add_argument("--concurrency", type=int, default=16, help="extractions in flight")
+    parser.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP)
     parser.set_defaults(handler=run)
 
 
@@ -50,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if args.base_url:
         from pearl_verl.llm import EndpointConfig, OpenAIChatClient
 
-        backend = OpenAIChatClient(EndpointConfig(args.base_url, args.model, api_key_env=args.api_key_env))
+        endpoint = EndpointConfig(
+            args.base_url, args.model, api_key_env=args.api_key_env, structured_output=args.structured_output
+        )
+        backend = OpenAIChatClient(endpoint)
     decomposer = Decomposer(curriculum, backend, args.model, DecompositionCache(args.cache_dir))
     problems = [item.problem for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     units: Counter[str] = Counter()

@@ -15,17 +15,19 @@ Failure policy (never a crash inside a training batch):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import Counter
 
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum
-from pearl_verl.knowledge.decomposition import Decomposition, DecompositionError, content_hash
+from pearl_verl.knowledge.decomposition import Decomposition, DecompositionError, content_hash, reference_steps
 from pearl_verl.knowledge.extract import (
     EXTRACTION_PROMPT_VERSION,
     RULE_EXTRACTOR,
     extraction_messages,
+    extraction_schema,
     parse_extraction,
     repair_message,
     rule_decomposition,
@@ -128,12 +130,14 @@ class Decomposer:
             self.stats["rules"] += 1
             return rule_decomposition(problem, self.curriculum), 0
         messages = extraction_messages(problem, self.curriculum)
+        schema = extraction_schema(self.curriculum, len(reference_steps(problem)))
+        sampling = dataclasses.replace(EXTRACTION_SAMPLING, response_schema=schema)
         calls = 0
         for _ in range(self.max_attempts):
             calls += 1
             self.stats["llm_calls"] += 1
             try:
-                reply = await self.backend.chat(messages, EXTRACTION_SAMPLING)
+                reply = await self.backend.chat(messages, sampling)
                 decomposition = parse_extraction(reply.text, problem, self.curriculum, self.extractor)
             except DecompositionError as exc:
                 self.stats[f"parse_failures/{exc.reason}"] += 1

@@ -79,6 +79,24 @@ def parse_json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def extraction_schema(curriculum: Curriculum, n_steps: int) -> str:
+    """The extraction reply's JSON Schema (as text) for one problem, for servers with structured output.
+
+    Unit names are the vocabulary's ids and ``steps`` has exactly one list per reference step;
+    :func:`parse_extraction` checks the reply either way.
+    """
+    unit = {"type": "string", "enum": sorted(curriculum.units)}
+    units = {"type": "array", "items": unit}
+    return json.dumps({
+        "title": "knowledge_units",
+        "type": "object",
+        "properties": {"units": units, "steps": {"type": "array", "items": units, "minItems": n_steps,
+                                                 "maxItems": n_steps}},
+        "required": ["units", "steps"],
+        "additionalProperties": False,
+    })
+
+
 def parse_extraction(text: str, problem: Problem, curriculum: Curriculum, extractor: str) -> Decomposition:
     """Parse an extraction reply into a :class:`Decomposition` (``source="llm"``).
 

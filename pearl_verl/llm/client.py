@@ -138,6 +138,8 @@ class OpenAIChatClient:
             request["stop"] = list(sampling.stop)
         if sampling.top_k is not None:
             request["top_k"] = sampling.top_k  # vLLM's extension of the OpenAI API
+        if sampling.response_schema is not None and self.endpoint.structured_output != "none":
+            request["response_format"] = _response_format(self.endpoint.structured_output, sampling.response_schema)
         return request
 
     async def _for_current_loop(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
@@ -167,6 +169,13 @@ class OpenAIChatClient:
         self.usage.record(None, attempts, time.perf_counter() - start, reason)
         logger.warning("LLM call to %s failed: %s", self._url, message)
         return LLMCallError(message, reason, attempts)
+
+
+def _response_format(mode: str, schema_text: str) -> dict[str, Any]:
+    schema = json.loads(schema_text)
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": schema.get("title", "reply"), "schema": schema}}
+    return {"type": "json_object", "schema": schema}
 
 
 async def _close_on_shutdown(session: aiohttp.ClientSession) -> AsyncIterator[None]:

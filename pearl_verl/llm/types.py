@@ -13,6 +13,13 @@ Message = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 
+STRUCTURED_OUTPUTS: tuple[str, ...] = ("none", "json_schema", "json_object")
+STRUCTURED_OUTPUT_HELP = (
+    "how the server is held to the reply's JSON Schema: none (prompt and strict parser only), "
+    "json_schema (OpenAI response_format, as vLLM serves it), json_object (llama-cpp-python's server)"
+)
+
+
 @dataclass(frozen=True)
 class SamplingConfig:
     """Sampling settings of one role (the student and the judge use different ones).
@@ -26,6 +33,9 @@ class SamplingConfig:
         n: completions per request (self-consistency).
         seed: per-request sampling seed; None for none.
         stop: stop strings.
+        response_schema: the JSON Schema (as JSON text) of the reply the caller parses; sent as
+            structured output where the endpoint has it (:attr:`EndpointConfig.structured_output`),
+            ignored otherwise. The caller's strict parser checks the reply either way.
     """
 
     temperature: float = 1.0
@@ -35,6 +45,7 @@ class SamplingConfig:
     n: int = 1
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    response_schema: str | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
@@ -65,6 +76,11 @@ class EndpointConfig:
         backoff_s: first retry delay; doubles per retry (with jitter) up to ``backoff_max_s``.
         backoff_max_s: cap of a single retry delay (also caps a server's Retry-After).
         max_concurrency: requests in flight at once from one client.
+        structured_output: how the server is asked to keep a reply to the caller's JSON Schema
+            (``SamplingConfig.response_schema``): ``none`` (the prompt and the strict parser alone),
+            ``json_schema`` (OpenAI's ``response_format={"type": "json_schema", ...}``, as vLLM
+            serves it) or ``json_object`` (``{"type": "json_object", "schema": ...}``, as
+            llama-cpp-python's server takes it).
     """
 
     base_url: str
@@ -75,8 +91,13 @@ class EndpointConfig:
     backoff_s: float = 0.5
     backoff_max_s: float = 8.0
     max_concurrency: int = 64
+    structured_output: str = "none"
 
     def __post_init__(self) -> None:
+        if self.structured_output not in STRUCTURED_OUTPUTS:
+            raise InputError(
+                f"structured_output={self.structured_output!r} must be one of {list(STRUCTURED_OUTPUTS)}."
+            )
         if not self.base_url.startswith(("http://", "https://")):
             raise InputError(f"base_url={self.base_url!r} must start with http:// or https:// (e.g. http://host:8000/v1).")
         if not self.model:

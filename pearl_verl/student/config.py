@@ -49,6 +49,8 @@ class StudentConfig:
             prerequisites (ValueError); False keeps such a state as stated.
         allow_leaving: let a frustrated student end the session.
         max_message_chars: longest allowed student message (longer ones fail the cheap check).
+        structured_output: ``none``, ``json_schema`` (vLLM) or ``json_object`` (llama-cpp-python):
+            how the planner's JSON is constrained on the server (``EndpointConfig.structured_output``).
     """
 
     simulator: str = "pearl"
@@ -74,6 +76,7 @@ class StudentConfig:
     strict_prerequisites: bool = True
     allow_leaving: bool = True
     max_message_chars: int = 600
+    structured_output: str = "none"
 
     def __post_init__(self) -> None:
         _one_of("simulator", self.simulator, SIMULATORS)
@@ -117,12 +120,21 @@ class StudentConfig:
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             max_concurrency=self.max_concurrency,
+            structured_output=self.structured_output,
         )
 
     def sampling(self, role: str = "realiser") -> SamplingConfig:
         """Sampling of one of the student's generative roles (``planner``, ``realiser``, ``refine``)."""
-        cap = self.planner_max_tokens if role == "planner" else self.max_tokens
-        return SamplingConfig(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, max_tokens=cap)
+        from pearl_verl.student.prompts import PLANNER_SCHEMA
+
+        planner = role == "planner"
+        return SamplingConfig(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            max_tokens=self.planner_max_tokens if planner else self.max_tokens,
+            response_schema=PLANNER_SCHEMA if planner else None,
+        )
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:

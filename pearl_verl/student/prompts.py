@@ -8,6 +8,7 @@ answer the student's message as plain text.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -143,6 +144,20 @@ class PlannerReply:
 
     behaviours: tuple[str, ...]
     leave: bool
+
+
+PLANNER_SCHEMA = json.dumps({
+    "title": "student_plan",
+    "type": "object",
+    "properties": {
+        "behaviours": {"type": "array", "items": {"type": "string", "enum": list(BEHAVIOURS)}},
+        "leave": {"type": "boolean"},
+        "reason": {"type": "string"},
+    },
+    "required": ["behaviours", "leave"],
+    "additionalProperties": False,
+})
+"""The planner reply's JSON Schema, for servers with structured output (:func:`parse_planner` checks it)."""
 
 
 def parse_planner(text: str) -> PlannerReply:

@@ -22,6 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from pearl_verl.errors import InputError
+from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
 from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS, StudentConfig
 from pearl_verl.student.simulate import ABILITY_CHOICES
 
@@ -64,6 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--max-retries", type=int, default=_STUDENT.max_retries, help="retries after a timeout, 429 or 5xx"
     )
     parser.add_argument(
+        "--structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP + " (student)"
+    )
+    parser.add_argument(
         "--ability", choices=ABILITY_CHOICES, default="mixed", help="profile band; 'all' runs each band"
     )
     parser.add_argument("--seed", type=int, default=0, help="fixes profiles, initial states and sampling")
@@ -103,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         max_retries=args.max_retries,
         max_concurrency=args.concurrency,
+        structured_output=args.structured_output,
     )
     items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     if not items:
