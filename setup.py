@@ -40,7 +40,7 @@ COMPARE = ["sqlalchemy>=2", "jinja2>=3.1", "python-multipart>=0.0.18", "itsdange
 
 extras_require = {
     # playwright drives Debian's chromium in the compare browser test (never `playwright install`)
-    "test": ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "httpx", "psutil", "playwright>=1.49", *COMPARE],
+    "test": ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "httpx", "psutil", "jsonschema>=4", "playwright>=1.49", *COMPARE],
     "compare": COMPARE,
     # Cluster parts, through verl's own extras so versions stay what verl tested; install them on
     # GPU machines following verl's GPU instructions (they pull CUDA builds of torch).
