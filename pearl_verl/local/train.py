@@ -158,8 +158,8 @@ class LocalTrainConfig:
             raise InputError(f"cold_start_teachers={self.cold_start_teachers!r} must be one of {sorted(TEACHER_POOLS)}.")
         self.ability_mix  # validates student_ability
         for name in ("rollout_dtype", "train_dtype"):
-            if getattr(self, name) not in ROLLOUT_DTYPES:
-                raise InputError(f"{name}={getattr(self, name)!r} must be one of {list(ROLLOUT_DTYPES)}.")
+            if getattr(self, name) not in DTYPE_SETTINGS:
+                raise InputError(f"{name}={getattr(self, name)!r} must be one of {list(DTYPE_SETTINGS)}.")
 
     @property
     def ability_mix(self) -> dict[str, float]:
@@ -183,7 +183,7 @@ class LocalTrainConfig:
         return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == "tiny" else 1e-5)
 
 
-ROLLOUT_DTYPES = ("auto", "float32", "bfloat16")
+DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
 
 
 def resolve_dtype(setting: str, on_gpu: bool, model: str, role: str = "rollout") -> torch.dtype:
