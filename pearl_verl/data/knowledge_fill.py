@@ -13,34 +13,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.problem import Problem
 
-
-@dataclass(frozen=True)
-class ExtractionEndpoint:
-    """The knowledge-extraction model (``--extract-*`` flags).
-
-    Attributes:
-        base_url: OpenAI-compatible endpoint, e.g. ``http://host:8000/v1``.
-        model: the served model name; part of the cache key (must equal ``pearl.student.model``
-            for training workers to hit the cache).
-        api_key_env: NAME of the environment variable holding the key; None for ``vllm serve``.
-    """
-
-    base_url: str
-    model: str
-    api_key_env: str | None = None
+if TYPE_CHECKING:
+    from pearl_verl.llm.types import EndpointConfig
 
 
 def fill_cache(
     problems: Sequence[Problem],
     cache_dir: str | Path,
-    endpoint: ExtractionEndpoint | None = None,
+    endpoint: EndpointConfig | None = None,
     concurrency: int = 16,
     curriculum_path: str | None = None,
     on_done: Callable[[], None] | None = None,
@@ -50,7 +36,9 @@ def fill_cache(
     Args:
         problems: distinct problems.
         cache_dir: the cache directory (created).
-        endpoint: the extraction model; None uses the rule extractor.
+        endpoint: the extraction model (``--extract-*`` flags); its served model name is part of the
+            cache key, so it must equal ``pearl.student.model`` for training workers to hit the
+            cache. None uses the rule extractor.
         concurrency: extractions in flight.
         curriculum_path: a custom curriculum; None uses the shipped one.
         on_done: called after each problem (progress bars).
@@ -66,10 +54,9 @@ def fill_cache(
         raise InputError(f"extraction concurrency={concurrency} must be >= 1.")
     backend = None
     if endpoint is not None:
-        from pearl_verl.llm import EndpointConfig, OpenAIChatClient
+        from pearl_verl.llm import OpenAIChatClient
 
-        config = EndpointConfig(endpoint.base_url, endpoint.model, api_key_env=endpoint.api_key_env)
-        backend = OpenAIChatClient(config)
+        backend = OpenAIChatClient(endpoint)
     decomposer = Decomposer(
         load_curriculum(curriculum_path), backend, endpoint.model if endpoint else None, DecompositionCache(cache_dir)
     )

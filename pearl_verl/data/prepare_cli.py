@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pearl_verl.errors import InputError
+from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.student.types import ABILITY_LEVELS
 
 if TYPE_CHECKING:
     from pearl_verl.data.prepare import SourceSpec
+    from pearl_verl.llm.types import EndpointConfig
 
 SUMMARY_NAME = "prepare_summary.json"
 
@@ -67,10 +69,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     knowledge = parser.add_argument_group("knowledge cache (filled ahead of training when --cache-dir is given)")
     knowledge.add_argument("--cache-dir", type=Path, help="decomposition cache folder (pearl.student.cache_dir)")
-    knowledge.add_argument("--extract-base-url", help="extraction endpoint (omit for the rule extractor)")
-    knowledge.add_argument("--extract-model", help="extraction model name as served (= pearl.student.model)")
-    knowledge.add_argument("--extract-api-key-env", help="NAME of the environment variable with the endpoint's key")
-    knowledge.add_argument("--extract-concurrency", type=int, default=16, help="extractions in flight")
+    add_endpoint_flags(
+        knowledge,
+        "extract-",
+        role="extraction",
+        defaults={"max_concurrency": 16},
+        helps={
+            "base-url": "extraction endpoint (omit for the rule extractor)",
+            "model": "extraction model name as served (= pearl.student.model)",
+            "concurrency": "extractions in flight",
+        },
+    )
     knowledge.add_argument("--curriculum", help="custom curriculum JSON (default: the shipped one)")
     parser.set_defaults(handler=run)
 
@@ -114,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--extract-base-url and --extract-model go together (both for the LLM extractor).")
     if args.extract_base_url and args.cache_dir is None:
         raise InputError("--extract-base-url needs --cache-dir: the decompositions are written there.")
+    endpoint = endpoint_config(args, "extract-")  # a bad value fails here, before any row is written
     config = PrepareConfig(
         sampler=ConditionSampler(parse_ability_mix(args.ability_mix), args.misconception_rate),
         conditions_per_problem=args.conditions_per_problem,
@@ -129,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("no rows left to write: every source was empty, skipped or dropped.")
     written = [write_rows(rows[split], args.out_dir / f"{split}.parquet") for split in SPLITS if rows[split]]
     if args.cache_dir is not None:
-        report.knowledge = _fill(args, problems_of(rows))
+        report.knowledge = _fill(args, problems_of(rows), endpoint)
     (args.out_dir / SUMMARY_NAME).write_text(json.dumps(report.to_dict(), indent=1), encoding="utf-8")
     for line in report.lines():
         print(line)
@@ -144,12 +154,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fill(args: argparse.Namespace, problems: list) -> dict:
-    from pearl_verl.data.knowledge_fill import ExtractionEndpoint, fill_cache
+def _fill(args: argparse.Namespace, problems: list, endpoint: EndpointConfig | None) -> dict:
+    from pearl_verl.data.knowledge_fill import fill_cache
 
-    endpoint = None
-    if args.extract_base_url:
-        endpoint = ExtractionEndpoint(args.extract_base_url, args.extract_model, args.extract_api_key_env)
     progress = None
     if sys.stderr.isatty():
         from tqdm import tqdm

@@ -8,7 +8,8 @@ from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
+from pearl_verl.student.config import StudentConfig
 
 OFFLINE_JUDGE_LABEL = "offline HeuristicJudge (a CPU test double: NOT the paper's judge, NOT an external evaluator)"
 _JUDGE_DEFAULTS = JudgeConfig(backend="offline")
@@ -21,19 +22,12 @@ def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) ->
     group.add_argument(
         "--judge", choices=choices, default="llm", help="llm endpoint, offline heuristic test double, or none"
     )
-    group.add_argument("--judge-base-url", help="judge endpoint, e.g. http://judge-host:8000/v1")
-    group.add_argument("--judge-model", help="judge model name as served")
-    group.add_argument("--judge-api-key-env", help="NAME of the environment variable with the judge's API key")
+    add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(_JUDGE_DEFAULTS))
     group.add_argument("--judge-label", help="how tables name the scorer, e.g. 'PEARL-RM' or 'external evaluator X'")
     group.add_argument("--judge-samples", type=int, default=1, help="self-consistency samples per dialogue")
     group.add_argument("--judge-temperature", type=float, default=_JUDGE_DEFAULTS.temperature, help="(paper: 0.3)")
     group.add_argument("--judge-top-k", type=int, default=_JUDGE_DEFAULTS.top_k, help="(paper: 20; 0 = server default)")
     group.add_argument("--judge-max-tokens", type=int, default=_JUDGE_DEFAULTS.max_tokens)
-    group.add_argument("--judge-concurrency", type=int, default=_JUDGE_DEFAULTS.max_concurrency)
-    group.add_argument("--judge-timeout", type=float, default=_JUDGE_DEFAULTS.timeout_s)
-    group.add_argument(
-        "--judge-structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP
-    )
 
 
 def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
@@ -42,16 +36,11 @@ def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
         return None
     return JudgeConfig(
         backend=args.judge,
-        base_url=args.judge_base_url,
-        model=args.judge_model,
-        api_key_env=args.judge_api_key_env,
+        **endpoint_values(args, "judge-"),
         samples=args.judge_samples,
         temperature=args.judge_temperature,
         top_k=args.judge_top_k or None,
         max_tokens=args.judge_max_tokens,
-        max_concurrency=args.judge_concurrency,
-        timeout_s=args.judge_timeout,
-        structured_output=args.judge_structured_output,
     )
 
 
@@ -86,9 +75,7 @@ def add_student_flags(parser: argparse.ArgumentParser) -> None:
         default="offline",
         help="offline = the PEARL simulator's deterministic CPU stand-in (baselines need llm)",
     )
-    group.add_argument("--student-base-url", help="student endpoint, e.g. http://student-host:8000/v1")
-    group.add_argument("--student-model", help="student model name as served")
-    group.add_argument("--student-api-key-env", help="NAME of the environment variable with the student's API key")
+    add_endpoint_flags(group, "student-", role="student", defaults=defaults_of(StudentConfig()))
     group.add_argument("--student-planner", choices=("llm", "rules"), default="llm", help="PEARL planner (llm backend)")
 
 
@@ -108,7 +95,6 @@ def build_simulators(args: argparse.Namespace, names: list[str]) -> dict[str, An
     Raises:
         InputError: a baseline simulator without a student endpoint.
     """
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
 
     baselines = [n for n in names if n != "pearl"]
@@ -117,15 +103,15 @@ def build_simulators(args: argparse.Namespace, names: list[str]) -> dict[str, An
             f"simulator(s) {baselines} are LLM role-play students: pass --student-base-url and --student-model "
             "(the same endpoint serves the PEARL simulator with --student-backend llm)."
         )
+    endpoint = endpoint_values(args, "student-")
+    offline = {**endpoint, "base_url": None, "model": None}
     simulators = {}
     for name in names:
         backend = args.student_backend if name == "pearl" else "llm"
         config = StudentConfig(
             simulator=name,
             backend=backend,
-            base_url=args.student_base_url if backend == "llm" else None,
-            model=args.student_model if backend == "llm" else None,
-            api_key_env=args.student_api_key_env,
+            **(endpoint if backend == "llm" else offline),
             planner=args.student_planner,
         )
         simulators[name] = build_simulator(config)

@@ -24,6 +24,7 @@ from typing import Any
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
 from pearl_verl.jsonl import read_text
+from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,9 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="folder with gsm8k/, stepverify/, mathtutorbench/ (default: $PEARL_VERL_DATA_DIR, else a clone's data/)",
     )
-    parser.add_argument("--model-base-url", help="model endpoint, e.g. http://host:8000/v1")
+    # --model, not --model-model, names the served model; requests in flight are --concurrency
+    add_endpoint_flags(parser, "model-", role="model", flags=("base-url", "api-key-env", "timeout", "max-retries"))
     parser.add_argument("--model", help="model name as served (with --model-base-url)")
-    parser.add_argument("--model-api-key-env", help="NAME of the environment variable with the endpoint's key")
     parser.add_argument("--model-hf", help="a local Hugging Face model directory instead of an endpoint")
     parser.add_argument("--tasks", help="comma-separated subset (default: all nine)")
     parser.add_argument("--limit", type=int, help="first N source rows per task")
@@ -70,9 +71,8 @@ def _backend(args: argparse.Namespace) -> tuple[Any, str]:
     if not args.model:
         raise InputError("--model-base-url needs --model (the served model name).")
     from pearl_verl.llm.client import OpenAIChatClient
-    from pearl_verl.llm.types import EndpointConfig
 
-    endpoint = EndpointConfig(args.model_base_url, args.model, args.model_api_key_env, max_concurrency=args.concurrency)
+    endpoint = endpoint_config(args, "model-", model=args.model, max_concurrency=args.concurrency)
     return OpenAIChatClient(endpoint, sampling), args.model
 
 

@@ -11,7 +11,8 @@ Examples::
         --rm-api-key-env KEY --label "model m (pairwise)" --out runs/rm-m
 
     # a scalar sequence-classification reward model from a local directory (e.g. MathTutorBench's)
-    pearl-verl eval-rm pairs.jsonl --rm hf --rm-path /models/pedagogical-rm --label "MathTutorBench RM" --out runs/rm-mtb
+    pearl-verl eval-rm pairs.jsonl --rm hf --rm-path /models/pedagogical-rm --label "MathTutorBench RM" \\
+        --out runs/rm-mtb
 
     # build pairs from a judged eval-tutor run (preferred = higher judge score, margin = score gap)
     pearl-verl eval-rm --make-pairs runs/main/results.jsonl --pair-tutors base,pearl --pairs-out pairs.jsonl
@@ -29,6 +30,7 @@ from pathlib import Path
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_judge_flags, add_progress_flag
 from pearl_verl.jsonl import read_text
+from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
 
 MTB_STYLE_SYSTEM_PROMPT = (
     "Rate the pedagogical quality of the teacher's responses: good scaffolding, correct and actionable feedback "
@@ -49,9 +51,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, help="output directory (resumed when it exists)")
     parser.add_argument("--rm", choices=("judge", "pairwise", "hf"), default="judge", help="kind of reward model")
     parser.add_argument("--label", help="the reward model's name in the table")
-    parser.add_argument("--rm-base-url", help="--rm pairwise: chat endpoint")
-    parser.add_argument("--rm-model", help="--rm pairwise: model name as served")
-    parser.add_argument("--rm-api-key-env", help="--rm pairwise: NAME of the environment variable with the key")
+    add_endpoint_flags(  # its requests in flight are --concurrency
+        parser,
+        "rm-",
+        flags=CONNECTION_FLAGS,
+        helps={
+            "base-url": "--rm pairwise: chat endpoint",
+            "model": "--rm pairwise: model name as served",
+            "api-key-env": "--rm pairwise: NAME of the environment variable with the key",
+        },
+    )
     parser.add_argument("--rm-path", help="--rm hf: local sequence-classification model directory")
     parser.add_argument("--rm-system-prompt", type=Path, help="--rm hf: file with the RM's system prompt")
     parser.add_argument("--seed", type=int, default=0, help="--rm pairwise: A/B order randomisation")
@@ -106,11 +115,8 @@ def build_scorer(args: argparse.Namespace):
         if not args.rm_base_url or not args.rm_model:
             raise InputError("--rm pairwise needs --rm-base-url and --rm-model.")
         from pearl_verl.llm.client import OpenAIChatClient
-        from pearl_verl.llm.types import EndpointConfig
 
-        endpoint = EndpointConfig(
-            args.rm_base_url, args.rm_model, args.rm_api_key_env, max_concurrency=args.concurrency
-        )
+        endpoint = endpoint_config(args, "rm-", max_concurrency=args.concurrency)
         return PairwiseScorer(OpenAIChatClient(endpoint), args.label or f"{args.rm_model} (pairwise)", args.seed)
     if not args.rm_path:
         raise InputError("--rm hf needs --rm-path (a local sequence-classification reward model directory).")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
+from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,9 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--name", help="simulator name for dialogues whose lines carry none (default: file stem)")
     parser.add_argument("--out", type=Path, required=True, help="output directory (resumed when it exists)")
     parser.add_argument("--annotator", choices=("llm", "planned"), default="llm")
-    parser.add_argument("--annotator-base-url", help="annotator endpoint, e.g. https://api.example/v1")
-    parser.add_argument("--annotator-model", help="annotator model name as served")
-    parser.add_argument("--annotator-api-key-env", help="NAME of the environment variable with its API key")
+    add_endpoint_flags(parser, "annotator-", role="annotator", flags=CONNECTION_FLAGS)  # in flight: --concurrency
     parser.add_argument("--annotator-max-tokens", type=int, default=4096)
     parser.add_argument("--parse-retries", type=int, default=2, help="calls again on output that fails the schema")
     parser.add_argument("--concurrency", type=int, default=16)
@@ -58,12 +57,10 @@ def build_annotator(args: argparse.Namespace):
             "--annotator llm needs --annotator-base-url and --annotator-model (or --annotator planned offline)."
         )
     from pearl_verl.llm.client import OpenAIChatClient
-    from pearl_verl.llm.types import EndpointConfig, SamplingConfig
+    from pearl_verl.llm.types import SamplingConfig
 
     sampling = SamplingConfig(temperature=0.0, max_tokens=args.annotator_max_tokens)
-    endpoint = EndpointConfig(
-        args.annotator_base_url, args.annotator_model, args.annotator_api_key_env, max_concurrency=args.concurrency
-    )
+    endpoint = endpoint_config(args, "annotator-", max_concurrency=args.concurrency)
     return LLMAnnotator(OpenAIChatClient(endpoint, sampling), args.annotator_model, sampling, args.parse_retries)
 
 

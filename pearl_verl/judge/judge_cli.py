@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 
 if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
@@ -30,14 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     judge.add_argument("input", type=Path, help="dialogues: one EpisodeRecord JSON object per line (optional 'id')")
     judge.add_argument("-o", "--output", type=Path, required=True, help="results JSONL (appended; resumed)")
     judge.add_argument("--backend", choices=BACKENDS, default="llm", help="llm endpoint or offline heuristic")
-    judge.add_argument("--base-url", help="judge endpoint, e.g. http://judge-host:8000/v1")
-    judge.add_argument("--model", help="served model name")
-    judge.add_argument("--api-key-env", help="NAME of the environment variable holding the API key")
-    judge.add_argument("--concurrency", type=int, default=_DEFAULTS.max_concurrency, help="dialogues in flight")
-    judge.add_argument("--timeout", type=float, default=_DEFAULTS.timeout_s, help="seconds per HTTP attempt")
-    judge.add_argument("--max-retries", type=int, default=_DEFAULTS.max_retries, help="HTTP retries per call")
+    add_endpoint_flags(
+        judge,
+        role="judge",
+        defaults=defaults_of(_DEFAULTS),
+        helps={"concurrency": "dialogues in flight (default %(default)s)"},
+    )
     judge.add_argument("--parse-retries", type=int, default=_DEFAULTS.parse_retries, help="calls again on bad output")
-    judge.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP)
     judge.add_argument("--samples", type=int, default=1, help="self-consistency samples per dialogue")
     judge.add_argument("--aggregate", choices=("mean", "median"), default="mean", help="over samples")
     judge.add_argument("--temperature", type=float, default=_DEFAULTS.temperature)
@@ -68,13 +67,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
     config = JudgeConfig(
         backend=args.backend,
-        base_url=args.base_url,
-        model=args.model,
-        api_key_env=args.api_key_env,
-        timeout_s=args.timeout,
-        structured_output=args.structured_output,
-        max_retries=args.max_retries,
-        max_concurrency=args.concurrency,
+        **endpoint_values(args),
         parse_retries=args.parse_retries,
         samples=args.samples,
         aggregate=args.aggregate,

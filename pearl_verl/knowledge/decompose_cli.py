@@ -13,22 +13,25 @@ import sys
 from collections import Counter
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
+from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("decompose", help="decompose problems into knowledge units and fill the cache")
     parser.add_argument(
-        "problems", nargs="+", help="problem files (.jsonl/.json/.parquet), as for 'simulate' (e.g. data/gsm8k/test.jsonl)"
+        "problems",
+        nargs="+",
+        help="problem files (.jsonl/.json/.parquet), as for 'simulate' (e.g. data/gsm8k/test.jsonl)",
     )
     parser.add_argument("--cache-dir", required=True, help="decomposition cache directory")
     parser.add_argument("--limit", type=int, help="first N problems of each file")
-    parser.add_argument("--base-url", help="extraction endpoint (omit for the rule extractor)")
-    parser.add_argument("--model", help="extraction model name as served")
-    parser.add_argument("--api-key-env", help="environment variable with the endpoint's key")
     parser.add_argument("--curriculum", help="custom curriculum JSON (default: the shipped one)")
-    parser.add_argument("--concurrency", type=int, default=16, help="extractions in flight")
-    parser.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP)
+    add_endpoint_flags(
+        parser,
+        role="extraction",
+        defaults={"max_concurrency": 16},
+        helps={"base-url": "extraction endpoint (omit for the rule extractor)", "concurrency": "extractions in flight"},
+    )
     parser.set_defaults(handler=run)
 
 
@@ -49,12 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     curriculum = load_curriculum(args.curriculum)
     backend = None
-    if args.base_url:
-        from pearl_verl.llm import EndpointConfig, OpenAIChatClient
+    endpoint = endpoint_config(args)
+    if endpoint is not None:
+        from pearl_verl.llm import OpenAIChatClient
 
-        endpoint = EndpointConfig(
-            args.base_url, args.model, api_key_env=args.api_key_env, structured_output=args.structured_output
-        )
         backend = OpenAIChatClient(endpoint)
     decomposer = Decomposer(curriculum, backend, args.model, DecompositionCache(args.cache_dir))
     problems = [item.problem for path in args.problems for item in load_problems(dataset_file(path), args.limit)]

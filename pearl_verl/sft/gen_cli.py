@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError
+from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
 from pearl_verl.sft.filters import FilterConfig
-from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS
+from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS, StudentConfig
 
 TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
 JUDGES: tuple[str, ...] = ("none", "offline", "llm")
@@ -63,32 +65,31 @@ def _teacher_args(group: argparse._ArgumentGroup) -> None:
         default="endpoint",
         help="an OpenAI-compatible endpoint, or the scripted test double",
     )
-    group.add_argument("--teacher-base-url", help="e.g. http://teacher-host:8000/v1")
-    group.add_argument("--teacher-model", help="served model name (paper: DeepSeek-V3.2)")
-    group.add_argument("--teacher-api-key-env", help="NAME of the environment variable holding the key")
+    add_endpoint_flags(  # the teacher's requests in flight are the dialogues in flight, --concurrency
+        group,
+        "teacher-",
+        role="teacher",
+        flags=CONNECTION_FLAGS,
+        defaults={"timeout_s": 300.0},
+        helps={"model": "served model name (paper: DeepSeek-V3.2)"},
+    )
     group.add_argument("--teacher-temperature", type=float, default=0.7)
     group.add_argument("--teacher-top-p", type=float, default=0.95)
     group.add_argument("--teacher-top-k", type=int, help="sent as vLLM's top_k (leave unset for hosted APIs)")
     group.add_argument("--teacher-max-tokens", type=int, default=1024, help="cap on one tutor message")
-    group.add_argument("--teacher-timeout", type=float, default=300.0, help="seconds per HTTP attempt")
-    group.add_argument("--teacher-max-retries", type=int, default=3, help="HTTP retries per call")
 
 
 def _student_args(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--simulator", choices=SIMULATORS, default="pearl", help="pearl, or a baseline simulator")
     group.add_argument("--student-backend", choices=BACKENDS, default="offline", help="offline = CPU stand-in")
-    group.add_argument("--student-base-url", help="student endpoint, e.g. http://student-host:8000/v1")
-    group.add_argument("--student-model", help="student model name as served")
-    group.add_argument("--student-api-key-env", help="NAME of the environment variable holding the key")
+    add_endpoint_flags(group, "student-", role="student", defaults=defaults_of(StudentConfig()))
     group.add_argument("--student-planner", choices=PLANNERS, default="llm", help="behaviour planner (llm backend)")
     group.add_argument("--student-cache-dir", help="decomposition cache (filled by prepare-data --cache-dir)")
 
 
 def _judge_args(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--judge-backend", choices=JUDGES, default="none", help="offline = heuristic test double")
-    group.add_argument("--judge-base-url", help="judge endpoint")
-    group.add_argument("--judge-model", help="judge model name as served")
-    group.add_argument("--judge-api-key-env", help="NAME of the environment variable holding the key")
+    add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(JudgeConfig(backend="offline")))
     group.add_argument(
         "--judge-min-score", type=float, default=_FILTERS.judge_min_score, help="lowest mean of the 8 judge scores kept"
     )
@@ -209,16 +210,9 @@ def build_teacher(args: argparse.Namespace) -> Any:
             "--teacher endpoint needs --teacher-base-url and --teacher-model (or --teacher scripted, the offline "
             "test double)."
         )
-    from pearl_verl.llm import EndpointConfig, OpenAIChatClient, SamplingConfig
+    from pearl_verl.llm import OpenAIChatClient, SamplingConfig
 
-    endpoint = EndpointConfig(
-        args.teacher_base_url,
-        args.teacher_model,
-        api_key_env=args.teacher_api_key_env,
-        timeout_s=args.teacher_timeout,
-        max_retries=args.teacher_max_retries,
-        max_concurrency=args.concurrency,
-    )
+    endpoint = endpoint_config(args, "teacher-", max_concurrency=args.concurrency)
     sampling = SamplingConfig(
         temperature=args.teacher_temperature,
         top_p=args.teacher_top_p,
@@ -230,16 +224,13 @@ def build_teacher(args: argparse.Namespace) -> Any:
 
 def build_student(args: argparse.Namespace) -> Any:
     """The simulated student from the student flags."""
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
 
     return build_simulator(
         StudentConfig(
             simulator=args.simulator,
             backend=args.student_backend,
-            base_url=args.student_base_url,
-            model=args.student_model,
-            api_key_env=args.student_api_key_env,
+            **endpoint_values(args, "student-"),
             planner=args.student_planner,
             cache_dir=args.student_cache_dir,
         )
@@ -250,16 +241,9 @@ def build_gate_judge(args: argparse.Namespace) -> Any:
     """The judge of the SFT gate, or None."""
     if args.judge_backend == "none":
         return None
-    from pearl_verl.judge.config import JudgeConfig, build_judge
+    from pearl_verl.judge.config import build_judge
 
-    return build_judge(
-        JudgeConfig(
-            backend=args.judge_backend,
-            base_url=args.judge_base_url,
-            model=args.judge_model,
-            api_key_env=args.judge_api_key_env,
-        )
-    )
+    return build_judge(JudgeConfig(backend=args.judge_backend, **endpoint_values(args, "judge-")))
 
 
 def _token_counter(tokenizer_path: str) -> Any:

@@ -22,7 +22,8 @@ from typing import Any
 from tqdm import tqdm
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
+from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP
 from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS, StudentConfig
 from pearl_verl.student.simulate import ABILITY_CHOICES
 
@@ -42,30 +43,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--limit", type=int, help="first N problems of each file")
     parser.add_argument("--simulator", choices=SIMULATORS, default="pearl")
     parser.add_argument("--backend", choices=BACKENDS, default="offline", help="offline = deterministic CPU stand-in")
-    parser.add_argument("--base-url", help="student endpoint, e.g. http://host:8000/v1")
-    parser.add_argument("--model", help="student model name as served")
-    parser.add_argument("--api-key-env", help="environment variable with the student endpoint's key")
+    add_endpoint_flags(
+        parser,
+        role="student",
+        defaults={**defaults_of(_STUDENT), "max_concurrency": 8},
+        helps={
+            "timeout": "seconds per request attempt (student and tutor)",
+            "max-retries": "retries after a timeout, 429 or 5xx (student and tutor)",
+            "concurrency": "dialogues in flight (LLM backends; also the student and tutor requests in flight)",
+            "structured-output": STRUCTURED_OUTPUT_HELP + " (student)",
+        },
+    )
     parser.add_argument("--planner", choices=PLANNERS, default="llm", help="behaviour-label planner of the llm backend")
     parser.add_argument("--no-refine", action="store_true", help="skip the refine call on failed consistency checks")
     parser.add_argument("--cache-dir", help="decomposition cache directory")
     parser.add_argument("--tutor", choices=TUTORS, default="socratic", help="scripted tutors, or a chat endpoint")
-    parser.add_argument("--tutor-base-url", help="tutor endpoint for --tutor endpoint")
-    parser.add_argument("--tutor-model", help="tutor model name as served")
-    parser.add_argument("--tutor-api-key-env", help="environment variable with the tutor endpoint's key")
+    # the tutor shares the student's --timeout, --max-retries and --concurrency (see build_tutor)
+    add_endpoint_flags(
+        parser, "tutor-", role="tutor", flags=("base-url", "model", "api-key-env"),
+        helps={"base-url": "tutor endpoint for --tutor endpoint"},
+    )
     parser.add_argument(
         "--tutor-max-tokens",
         type=int,
         default=TUTOR_MAX_TOKENS,
         help="cap on one tutor message of --tutor endpoint (uncapped, a server generates until its context is full)",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=_STUDENT.timeout_s, help="seconds per request attempt (student and tutor)"
-    )
-    parser.add_argument(
-        "--max-retries", type=int, default=_STUDENT.max_retries, help="retries after a timeout, 429 or 5xx"
-    )
-    parser.add_argument(
-        "--structured-output", choices=STRUCTURED_OUTPUTS, default="none", help=STRUCTURED_OUTPUT_HELP + " (student)"
     )
     parser.add_argument(
         "--ability", choices=ABILITY_CHOICES, default="mixed", help="profile band; 'all' runs each band"
@@ -74,7 +76,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--max-turns", type=int, default=15, help="tutor-turn limit (paper: 15 training, 20 evaluation)"
     )
-    parser.add_argument("--concurrency", type=int, default=8, help="dialogues in flight (LLM backends)")
     parser.add_argument(
         "--out",
         help="write the per-turn JSONL here, each dialogue as it finishes; a rerun with the same settings resumes "
@@ -98,16 +99,10 @@ def run(args: argparse.Namespace) -> int:
     config = StudentConfig(
         simulator=args.simulator,
         backend=args.backend,
-        base_url=args.base_url,
-        model=args.model,
-        api_key_env=args.api_key_env,
+        **endpoint_values(args),
         planner=args.planner,
         refine=not args.no_refine,
         cache_dir=args.cache_dir,
-        timeout_s=args.timeout,
-        max_retries=args.max_retries,
-        max_concurrency=args.concurrency,
-        structured_output=args.structured_output,
     )
     items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     if not items:
@@ -148,12 +143,11 @@ def build_tutor(args: argparse.Namespace) -> Any:
         return ScriptedLeakingTutor()
     if not args.tutor_base_url or not args.tutor_model:
         raise InputError("--tutor endpoint needs --tutor-base-url and --tutor-model.")
-    from pearl_verl.llm import EndpointConfig, OpenAIChatClient, SamplingConfig
+    from pearl_verl.llm import OpenAIChatClient, SamplingConfig
     from pearl_verl.tutor.policy import ChatTutor
 
-    endpoint = EndpointConfig(
-        args.tutor_base_url, args.tutor_model, api_key_env=args.tutor_api_key_env, timeout_s=args.timeout,
-        max_retries=args.max_retries, max_concurrency=args.concurrency,
+    endpoint = endpoint_config(
+        args, "tutor-", timeout_s=args.timeout, max_retries=args.max_retries, max_concurrency=args.concurrency
     )
     sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=50, max_tokens=args.tutor_max_tokens)
     return ChatTutor(OpenAIChatClient(endpoint, sampling))
