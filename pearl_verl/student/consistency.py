@@ -5,11 +5,12 @@ call for the LLM backend (then re-checked), and, if that still fails or refining
 the template realisation of the same plan, which passes by construction. Checks:
 
 - the message is non-empty, at most ``max_chars`` long, and stays in the student role (no
-  ``Tutor:``/``Teacher:`` prefix, no end-of-session marker, no "as an AI", no assistant talk such
-  as "I'm here to assist you");
+  ``Tutor:``/``Teacher:`` prefix, no speaker label on a later line, no end-of-session marker, no
+  "as an AI", no assistant talk such as "I'm here to assist you");
 - it does not repeat its own instructions: no six words in a row from the realiser's or refiner's
   instructions, the behaviour definitions or this check's own findings, no label identifier
-  (``help_seeking``) and no prompt field name (``Intent:``);
+  (``help_seeking``), no prompt field name (``Intent:``, ``Problem:``), no line of the rendered
+  profile and no talk of the planner's JSON format;
 - a no-attempt turn states no answer ("the answer is 10", a boxed value) and works no calculation;
 - it states the correct final answer exactly when the plan is a correct final attempt;
 - an incorrect attempt states its planned wrong value; a correct step attempt states the step result;
@@ -30,10 +31,18 @@ from pearl_verl.tutor.prompts import END_MARKER
 
 _ROLE_BREAK = re.compile(
     r"^\s*(tutor|teacher|assistant)\s*:|\bas an ai\b|\blanguage model\b|\b(here|happy) to (help|assist)\b"
-    r"|\bhow (can|may) i (help|assist)\b|\bassist you\b|\bi(?:'m| am) an? (ai|assistant|chatbot)\b",
+    r"|\bhow (can|could|may) i (help|assist)\b|\bassist you\b|\bi(?:'m| am) an? (ai|assistant|chatbot)\b"
+    # a speaker label after the first line: the model writes a script of the dialogue, not one message
+    r"|\n\s*(student|tutor|teacher|assistant|me)\s*:"
+    r"|\b(edited|revised|corrected|rewritten|improved) (version|message)\b",  # the refine task talked about
     re.I,
 )
-_PROMPT_FIELD = re.compile(r"^\s*(intent|behaviou?rs?|attempt|draft message|problems|rules|plan)\s*:", re.I | re.M)
+_PROMPT_FIELD = re.compile(
+    r"^\s*(intent|behaviou?rs?|attempt|draft message|problems?|rules|plan|(student )?profile|your personality)\s*:"
+    r"|\(\s*1\s*=\s*low|\b[a-z]+ \([123]/3\)"  # the profile block as the prompts render it
+    r"|\bjson\b",  # the planner's reply format: a student talks about the problem, not about JSON
+    re.I | re.M,
+)
 _WORKED = re.compile(r"\d\s*[-+*/×x÷]\s*\d+(?:\.\d+)?\s*=\s*\d")
 _SHINGLE = 6
 _STUDENT_PREFIX = re.compile(r"^\s*(student|me)\s*:\s*", re.I)
@@ -78,6 +87,10 @@ def check_message(text: str, plan: Plan, problem: Problem, max_chars: int) -> li
 
 
 EMPTY = "the message is empty"
+BREAKS_ROLE = (
+    "the message breaks the student role "
+    "(speaks as tutor/assistant, writes other speakers' lines or mentions being an AI)"
+)
 
 
 def role_issues(text: str, max_chars: int, finish_reason: str | None = None) -> list[str]:
@@ -94,7 +107,7 @@ def role_issues(text: str, max_chars: int, finish_reason: str | None = None) -> 
     if len(text) > max_chars:
         issues.append(f"the message is {len(text)} characters long; keep it under {max_chars}")
     if END_MARKER in text or _ROLE_BREAK.search(text):
-        issues.append("the message breaks the student role (speaks as tutor/assistant or mentions being an AI)")
+        issues.append(BREAKS_ROLE)
     if repeats_instructions(text):
         issues.append("the message repeats its instructions instead of speaking as the student")
     return issues
@@ -143,5 +156,5 @@ _OWN_FINDINGS = (
     "the student must state the step result",
     "the student must ask the tutor a question",
     "the student makes no attempt in this turn: no calculation and no answer",
-    "the message breaks the student role (speaks as tutor/assistant or mentions being an AI)",
+    BREAKS_ROLE,
 )

@@ -20,6 +20,7 @@ from pearl_verl.student.planner import Plan
 from pearl_verl.student.types import StudentCondition
 
 CASES = json.loads((Path(__file__).parent / "fixtures" / "weak_model_replies.json").read_text())
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "smollm2_server_replies.json").read_text())
 
 
 def _issues(case, problem):
@@ -35,6 +36,17 @@ def test_each_recorded_fault_is_rejected(case, gsm8k_items):
 @pytest.mark.parametrize("case", CASES["accepted"], ids=[c["text"][:30] for c in CASES["accepted"]])
 def test_a_student_of_the_same_plan_passes(case, gsm8k_items):
     assert _issues(case, gsm8k_items[0].problem) == []
+
+
+@pytest.mark.parametrize("case", RECORDED["rejected"], ids=[c["text"][:30] for c in RECORDED["rejected"]])
+def test_each_reply_recorded_from_a_real_server_gets_its_finding(case):
+    issues = role_issues(case["text"], 600, case["finish_reason"])
+    assert any(case["finding"] in issue for issue in issues), (case["why"], issues)
+
+
+@pytest.mark.parametrize("case", RECORDED["accepted"], ids=[c["text"][:30] for c in RECORDED["accepted"]])
+def test_a_student_like_reply_recorded_from_a_real_server_passes(case):
+    assert role_issues(case["text"], 600, case["finish_reason"]) == []
 
 
 # the faults that need no plan to see: the prompt-only baselines reject them too
