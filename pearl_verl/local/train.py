@@ -124,7 +124,7 @@ class LocalTrainConfig:
     group_size: int = 4
     student_ability: str = "high"
     lr: float | None = None
-    max_tutor_turns: int = 8
+    max_tutor_turns: int = 12
     max_tokens_per_turn: int = 24
     response_length: int = 1024
     prompt_length: int = 1536
