@@ -24,6 +24,9 @@ STUDENT_BASE_URL=${STUDENT_BASE_URL:-http://localhost:8001/v1}
 STUDENT_MODEL=${STUDENT_MODEL:-pearl-student}
 JUDGE_BASE_URL=${JUDGE_BASE_URL:-http://localhost:8000/v1}
 JUDGE_MODEL=${JUDGE_MODEL:-pearl-judge}
+# the planner's and the judge's JSON held to its schema by vLLM's structured outputs (`none` for a
+# server without them): on a real server a weak model's replies went from 0% to 100% parsed (BENCHMARKS.md)
+STRUCTURED_OUTPUT=${STRUCTURED_OUTPUT:-json_schema}
 
 train_batch_size=${TRAIN_BATCH_SIZE:-64}          # problems per step; x group size 8 = 512 dialogues
 ppo_mini_batch_size=${PPO_MINI_BATCH_SIZE:-16}
@@ -68,6 +71,7 @@ AGENT=(
     +pearl.student.backend=llm
     +pearl.student.base_url=${STUDENT_BASE_URL}
     +pearl.student.model=${STUDENT_MODEL}
+    +pearl.student.structured_output=${STRUCTURED_OUTPUT}
 )
 
 REWARD=(
@@ -76,6 +80,7 @@ REWARD=(
     +reward.reward_kwargs.backend=llm
     +reward.reward_kwargs.base_url=${JUDGE_BASE_URL}
     +reward.reward_kwargs.model=${JUDGE_MODEL}
+    +reward.reward_kwargs.structured_output=${STRUCTURED_OUTPUT}
 )
 
 MODEL=(

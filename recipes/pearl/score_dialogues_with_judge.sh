@@ -15,11 +15,12 @@ JUDGE_BASE_URL=${JUDGE_BASE_URL:-http://localhost:8000/v1}
 JUDGE_MODEL=${JUDGE_MODEL:-pearl-judge}
 CONCURRENCY=${CONCURRENCY:-64}
 SAMPLES=${SAMPLES:-1}
+STRUCTURED_OUTPUT=${STRUCTURED_OUTPUT:-json_schema}  # vLLM's structured outputs; `none` for a server without them
 # ---- end user-adjustable ----
 
 require_endpoint judge "$JUDGE_BASE_URL"
 
 run_or_print pearl-verl judge "$INPUT" --output "$OUTPUT" \
     --base-url "$JUDGE_BASE_URL" --model "$JUDGE_MODEL" \
-    --concurrency "$CONCURRENCY" --samples "$SAMPLES" \
+    --concurrency "$CONCURRENCY" --samples "$SAMPLES" --structured-output "$STRUCTURED_OUTPUT" \
     "${RECIPE_ARGS[@]}"

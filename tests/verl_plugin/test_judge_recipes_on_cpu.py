@@ -98,3 +98,4 @@ def test_scoring_recipe_fails_early_on_a_dead_endpoint_and_passes_a_live_one(tmp
     assert (
         ran[:2] == ["judge", str(tmp_path / "in.jsonl")] and server.base_url in ran and ran[-2:] == ["--samples", "3"]
     )
+    assert ran[ran.index("--structured-output") + 1] == "json_schema"  # vLLM's, as serve_judge.sh serves it

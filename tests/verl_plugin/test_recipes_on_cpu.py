@@ -58,6 +58,9 @@ def test_full_pearl_recipes_compose_and_validate(verl_config, tmp_path, recipe, 
     assert pearl.student.backend == "llm" and pearl.student.base_url == "http://localhost:8001/v1"
     judge = judge_config_from_mapping(dict(cfg.reward.reward_kwargs))
     assert judge.base_url == "http://localhost:8000/v1" and judge.temperature == 0.3
+    # vLLM serves both: the planner's and the judge's JSON are held to their schemas
+    assert pearl.student.structured_output == judge.structured_output == "json_schema"
+    assert judge.endpoint().structured_output == "json_schema"
     if engine == "megatron":
         assert cfg.actor_rollout_ref.actor.megatron.expert_model_parallel_size == 8
         assert cfg.actor_rollout_ref.actor.megatron.router_replay.mode == "R2"
