@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -43,3 +44,11 @@ class Problem:
         if unknown:
             raise InputError(f"Unknown Problem field(s) {sorted(unknown)}.")
         return cls(**data)
+
+
+def solution_steps(reference_solution: str) -> list[str]:
+    """The reference solution split into steps (lines, else sentences)."""
+    lines = [line.strip() for line in reference_solution.splitlines() if line.strip()]
+    if len(lines) > 1:
+        return lines
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", reference_solution) if s.strip()]

@@ -7,10 +7,10 @@ import pytest
 from pearl_verl.episode import STUDENT, TUTOR
 from pearl_verl.episode_runner import EpisodeLimits, TutorReply, policy_step, run_episode
 from pearl_verl.llm import LLMCallError
-from pearl_verl.problem import Problem
+from pearl_verl.problem import Problem, solution_steps
 from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.tutor.prompts import END_MARKER
-from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor, hide_results, solution_steps
+from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor, hide_results
 
 PROBLEM = Problem(
     "gsm8k-x", "Tom has 3 boxes of 4 apples and eats 2. How many are left?",

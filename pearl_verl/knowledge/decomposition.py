@@ -24,8 +24,7 @@ import networkx as nx
 
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
-from pearl_verl.problem import Problem
-from pearl_verl.tutor.scripted import solution_steps
+from pearl_verl.problem import Problem, solution_steps
 
 DECOMPOSITION_SCHEMA = "pearl_verl.knowledge/decomposition@1"
 SOURCES: tuple[str, ...] = ("llm", "rules", "fallback")

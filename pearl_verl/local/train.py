@@ -283,14 +283,14 @@ class LocalTrainer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from pearl_verl.local.hf_server import HFGenerateServer
-        from pearl_verl.verl_plugin.agent_loop import _special_ids
+        from pearl_verl.verl_plugin.agent_loop import special_ids
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         dtype = resolve_dtype(self.config.rollout_dtype, self.device.on_gpu, self.config.model)
         logger.info("rollout copy in %s", dtype)
         rollout_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(self.device.kind).eval()
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        self.server = HFGenerateServer(rollout_model, pad, _special_ids(self.tokenizer)[0])
+        self.server = HFGenerateServer(rollout_model, pad, special_ids(self.tokenizer)[0])
         self._weights = policy_state_dict(self.actor)
         self.server.load_weights(self._weights)
         self.hf_model_type = rollout_model.config.model_type

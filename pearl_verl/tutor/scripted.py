@@ -14,19 +14,11 @@ from collections.abc import Sequence
 
 from pearl_verl.answers import answers_match, numbers_in
 from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn
-from pearl_verl.problem import Problem
+from pearl_verl.problem import Problem, solution_steps
 from pearl_verl.tutor.prompts import END_MARKER
 
 _RESULT_AFTER_EQUALS = re.compile(r"=\s*\$?-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
 _CONFUSED = re.compile(r"\b(don'?t know|not sure|confus|stuck|no idea|lost|help|\?)", re.I)
-
-
-def solution_steps(reference_solution: str) -> list[str]:
-    """The reference solution split into steps (lines, else sentences)."""
-    lines = [line.strip() for line in reference_solution.splitlines() if line.strip()]
-    if len(lines) > 1:
-        return lines
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", reference_solution) if s.strip()]
 
 
 def hide_results(step: str) -> str:

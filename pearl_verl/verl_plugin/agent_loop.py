@@ -116,7 +116,7 @@ class PearlTutorAgentLoop(AgentLoopBase):
         self.settings = pearl.agent
         self.simulator = simulator_for(pearl)
         self.response_length = self.rollout_config.response_length
-        self.stop_ids, self.turn_end_id = _special_ids(self.tokenizer)
+        self.stop_ids, self.turn_end_id = special_ids(self.tokenizer)
         _memoize_scaffold_renders(self.continuous_token_builder)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
@@ -383,7 +383,7 @@ def _pearl_config(config: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=8)
-def _special_ids(tokenizer: Any) -> tuple[frozenset[int], int]:
+def special_ids(tokenizer: Any) -> tuple[frozenset[int], int]:
     """(token ids that end a generated turn, the id that closes an assistant turn in the template)."""
     vocab = tokenizer.get_vocab()
     im_end = vocab.get("<|im_end|>")
@@ -406,4 +406,6 @@ def episode_from_extra_fields(extra_fields: dict[str, Any] | None) -> EpisodeRec
     return EpisodeRecord.from_dict(extra_fields[EPISODE_KEY])
 
 
-__all__: Sequence[str] = ("AGENT_NAME", "PearlTutorAgentLoop", "episode_from_extra_fields", "member_seed")
+__all__: Sequence[str] = (
+    "AGENT_NAME", "PearlTutorAgentLoop", "episode_from_extra_fields", "member_seed", "special_ids"
+)
