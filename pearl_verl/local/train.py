@@ -33,6 +33,7 @@ from pearl_verl.failure_guard import failure_cause_metrics
 from pearl_verl.judge.fields import reward_info, reward_score, should_judge
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.local.heldout import HeldOut
+from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
 from pearl_verl.local.runtime import (
     build_actor,
@@ -516,6 +517,7 @@ def run_training(
         held = trainer.evaluate()
         row.update(held.metrics(), **{"time/eval_s": time.perf_counter() - t0})
         append_heldout(heldout_path, held, row.get("phase", "train"))
+        release_freed_memory()
 
     if start == 0 and config.eval_problems and not config.cold_start_steps:
         first = {"step": 0, "phase": "initial"}
@@ -533,6 +535,7 @@ def run_training(
                     file=progress_file)
     for _ in progress:
         result = trainer.step()
+        release_freed_memory()
         try:
             guard.update(result.metrics, trainer.step_index)
         except TrainingStalled:
