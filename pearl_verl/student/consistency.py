@@ -39,10 +39,10 @@ _ROLE_BREAK = re.compile(
 )
 _PROMPT_FIELD = re.compile(
     r"^\s*(intent|behaviou?rs?|attempt|draft message|problems?|rules|plan|(student )?profile|your personality)\s*:"
-    r"|\(\s*1\s*=\s*low|\b[a-z]+ \([123]/3\)"  # the profile block as the prompts render it
+    r"|\(\s*1\s*=\s*low|\b(activeness|perseverance|comprehension|expressiveness|attention) \([123]/3\)"
     r"|\bjson\b",  # the planner's reply format: a student talks about the problem, not about JSON
     re.I | re.M,
-)
+)  # the last lines: the profile block as the prompts render it; the planner's reply format
 _WORKED = re.compile(r"\d\s*[-+*/×x÷]\s*\d+(?:\.\d+)?\s*=\s*\d")
 _SHINGLE = 6
 _STUDENT_PREFIX = re.compile(r"^\s*(student|me)\s*:\s*", re.I)

@@ -7,7 +7,7 @@ one observable property: tutor turns that open with a capital letter
 (:mod:`pearl_verl.local.probe_judge`). Tutor turns are one token long, so the rewarded token is the
 first of its turn and the one the response mask must cover: shifted by one token either way, the
 mask trains a scaffold token instead and nothing of the property is learned. Held-out probe reward
-must rise by at least 0.3 within 15 steps in each of 3 seeds. A flipped advantage sign, a rollout
+must rise by at least 0.3 within 20 steps in each of 3 seeds. A flipped advantage sign, a rollout
 server that never receives the new weights, or a response mask shifted by one token each make it
 fail (measured, docs/training.md); "parameters changed" passes all three.
 
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 SEEDS = (0, 1, 2)
-STEPS = 15
+STEPS = 20
 MIN_GAIN = 0.3
 SETTINGS = [
     "--judge", "probe-openings", "--steps", str(STEPS), "--max-tutor-turns", "8", "--max-tokens-per-turn", "1",
