@@ -6,7 +6,7 @@
 #   INPUT=dialogues.jsonl OUTPUT=scores.jsonl bash recipes/pearl/score_dialogues_with_judge.sh [extra flags]
 #   ... --dry-run   # print the command only (no endpoint check)
 set -xeuo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ---- user-adjustable ----
 INPUT=${INPUT:?set INPUT to a JSONL of dialogues (one EpisodeRecord per line)}

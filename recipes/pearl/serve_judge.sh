@@ -14,7 +14,7 @@
 #   bash recipes/pearl/serve_judge.sh [extra vllm serve flags]
 #   bash recipes/pearl/serve_judge.sh --dry-run   # print the command only
 set -xeuo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ---- user-adjustable ----
 # The finetuned judge: by default the HF export of the latest checkpoint of
@@ -22,13 +22,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 SFT_DIR=${SFT_DIR:-checkpoints/pearl_verl/qwen3_32b_judge_sft}
 JUDGE_MODEL_PATH=${JUDGE_MODEL_PATH:-}
 SERVED_NAME=${SERVED_NAME:-pearl-judge}
-HOST=${HOST:-0.0.0.0}
 PORT=${PORT:-8000}
 TP=${TP:-2}
 MAX_MODEL_LEN=${MAX_MODEL_LEN:-24576}
-GPU_MEM_UTIL=${GPU_MEM_UTIL:-0.90}
-MAX_NUM_SEQS=${MAX_NUM_SEQS:-256}
 ENABLE_THINKING=${ENABLE_THINKING:-false}
+# also HOST (0.0.0.0), GPU_MEM_UTIL (0.90), MAX_NUM_SEQS (256): lib/common.sh's serve_vllm
 # ---- end user-adjustable ----
 
 if [[ -z "$JUDGE_MODEL_PATH" ]]; then
@@ -40,18 +38,5 @@ if [[ -z "$JUDGE_MODEL_PATH" ]]; then
         exit 1
     fi
 fi
-if (( ! DRY_RUN )) && ! command -v vllm > /dev/null; then
-    echo "error: vllm is not installed; install it as verl's GPU instructions say (pip install 'verl[vllm]')." >&2
-    exit 1
-fi
 
-run_or_print vllm serve "$JUDGE_MODEL_PATH" \
-    --served-model-name "$SERVED_NAME" \
-    --host "$HOST" --port "$PORT" \
-    --tensor-parallel-size "$TP" \
-    --max-model-len "$MAX_MODEL_LEN" \
-    --gpu-memory-utilization "$GPU_MEM_UTIL" \
-    --max-num-seqs "$MAX_NUM_SEQS" \
-    --enable-prefix-caching \
-    --default-chat-template-kwargs "{\"enable_thinking\": ${ENABLE_THINKING}}" \
-    "${RECIPE_ARGS[@]}"
+serve_vllm "$JUDGE_MODEL_PATH" --default-chat-template-kwargs "{\"enable_thinking\": ${ENABLE_THINKING}}"

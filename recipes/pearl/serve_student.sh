@@ -10,30 +10,15 @@
 #   bash recipes/pearl/serve_student.sh [extra vllm serve flags]
 #   bash recipes/pearl/serve_student.sh --dry-run   # print the command only
 set -xeuo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ---- user-adjustable ----
 STUDENT_MODEL_PATH=${STUDENT_MODEL_PATH:-Qwen/Qwen3-30B-A3B-Instruct-2507}
 SERVED_NAME=${SERVED_NAME:-pearl-student}
-HOST=${HOST:-0.0.0.0}
 PORT=${PORT:-8001}
 TP=${TP:-1}
 MAX_MODEL_LEN=${MAX_MODEL_LEN:-16384}
-GPU_MEM_UTIL=${GPU_MEM_UTIL:-0.90}
-MAX_NUM_SEQS=${MAX_NUM_SEQS:-256}
+# also HOST (0.0.0.0), GPU_MEM_UTIL (0.90), MAX_NUM_SEQS (256): lib/common.sh's serve_vllm
 # ---- end user-adjustable ----
 
-if (( ! DRY_RUN )) && ! command -v vllm > /dev/null; then
-    echo "error: vllm is not installed; install it as verl's GPU instructions say (pip install 'verl[vllm]')." >&2
-    exit 1
-fi
-
-run_or_print vllm serve "$STUDENT_MODEL_PATH" \
-    --served-model-name "$SERVED_NAME" \
-    --host "$HOST" --port "$PORT" \
-    --tensor-parallel-size "$TP" \
-    --max-model-len "$MAX_MODEL_LEN" \
-    --gpu-memory-utilization "$GPU_MEM_UTIL" \
-    --max-num-seqs "$MAX_NUM_SEQS" \
-    --enable-prefix-caching \
-    "${RECIPE_ARGS[@]}"
+serve_vllm "$STUDENT_MODEL_PATH"

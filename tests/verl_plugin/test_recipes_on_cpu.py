@@ -112,3 +112,21 @@ def test_recipe_passes_extra_overrides_through(tmp_path):
         ["bash", str(script), "--dry-run", "trainer.total_epochs=1"], capture_output=True, text=True, check=True
     )
     assert proc.stdout.splitlines()[-1] == "trainer.total_epochs=1"
+
+
+def test_fsdp_and_megatron_recipes_differ_only_in_their_engine(tmp_path):
+    """The PEARL settings live in recipes/pearl/lib/: the two engines' recipes cannot drift apart."""
+    engine_keys = ("model_engine=", "trainer.experiment_name=", "actor_rollout_ref.actor.strategy=",
+                   "actor_rollout_ref.actor.fsdp_config.", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=",
+                   "actor_rollout_ref.actor.megatron.", "+actor_rollout_ref.actor.megatron.",
+                   "actor_rollout_ref.ref.megatron.")
+
+    def shared(recipe: str, **env: str) -> set[str]:
+        overrides = recipe_overrides(RECIPES / recipe, tmp_path, **env)
+        return {o for o in overrides if not o.startswith(engine_keys)}
+
+    fsdp = shared("run_qwen3_30b_a3b_pearl_gspo_fsdp.sh", STUDENT_MODEL="s1", ROLLOUT_N="16")
+    megatron = shared("run_qwen3_30b_a3b_pearl_gspo_megatron.sh", STUDENT_MODEL="s1", ROLLOUT_N="16")
+    assert fsdp == megatron
+    assert "+pearl.student.model=s1" in fsdp and "actor_rollout_ref.rollout.n=16" in fsdp
+    assert len(fsdp) > 40  # the shared block, not an empty set

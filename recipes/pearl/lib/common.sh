@@ -26,3 +26,24 @@ run_or_print() {
     echo "+ $*" >&2
     exec "$@"
 }
+
+# serve_vllm MODEL [FLAG...]: `vllm serve MODEL` on HOST:PORT as SERVED_NAME with TP, MAX_MODEL_LEN, GPU_MEM_UTIL
+# (default 0.90) and MAX_NUM_SEQS (default 256), the recipe's FLAGs, then the user's. Prefix caching is on: every
+# student or judge request starts with the same instructions, computed once.
+serve_vllm() {
+    local model=$1
+    shift
+    if (( ! DRY_RUN )) && ! command -v vllm > /dev/null; then
+        echo "error: vllm is not installed; install it as verl's GPU instructions say (pip install 'verl[vllm]')." >&2
+        exit 1
+    fi
+    run_or_print vllm serve "$model" \
+        --served-model-name "$SERVED_NAME" \
+        --host "${HOST:-0.0.0.0}" --port "$PORT" \
+        --tensor-parallel-size "$TP" \
+        --max-model-len "$MAX_MODEL_LEN" \
+        --gpu-memory-utilization "${GPU_MEM_UTIL:-0.90}" \
+        --max-num-seqs "${MAX_NUM_SEQS:-256}" \
+        --enable-prefix-caching \
+        "$@" "${RECIPE_ARGS[@]}"
+}
