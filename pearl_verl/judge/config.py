@@ -9,30 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pearl_verl.config import build_dataclass
 from pearl_verl.errors import InputError
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.judge.types import TutoringJudge
-from pearl_verl.llm.types import EndpointConfig, SamplingConfig
+from pearl_verl.llm.settings import EndpointSettings
+from pearl_verl.llm.types import SamplingConfig
 
 BACKENDS: tuple[str, ...] = ("llm", "offline")
 
 
 @dataclass(frozen=True)
-class JudgeConfig:
-    """How dialogues are judged.
+class JudgeConfig(EndpointSettings):
+    """How dialogues are judged: the endpoint and sampling keys of :class:`EndpointSettings`, and these.
 
     Attributes:
-        backend: ``llm`` (an OpenAI-compatible endpoint) or ``offline`` (the heuristic judge, a
-            deterministic CPU stand-in for tests; its scores are not the paper's judge).
-        base_url: the judge endpoint, e.g. ``http://judge-host:8000/v1`` (``llm`` only).
-        model: the served model name (``vllm serve --served-model-name``).
-        api_key_env: NAME of the environment variable holding the API key (never the key itself);
-            None for a ``vllm serve`` started without ``--api-key``.
-        timeout_s: per-HTTP-attempt timeout in seconds.
-        max_retries: HTTP retries after the first attempt (timeouts, connection errors, 429, 5xx).
+        backend: ``llm`` (an OpenAI-compatible endpoint, e.g. the finetuned Qwen3-32B judge behind
+            ``vllm serve``) or ``offline`` (the heuristic judge, a deterministic CPU stand-in for
+            tests; its scores are not the paper's judge).
+        timeout_s: per-HTTP-attempt timeout in seconds (a judgement with rationales is long).
         max_concurrency: requests in flight from one judge. verl runs ``reward.num_workers``
             reward-loop workers (default 8), each with its own judge: the endpoint sees up to
             ``num_workers * max_concurrency`` requests at once.
@@ -43,81 +40,46 @@ class JudgeConfig:
         samples_per_request: ask for all samples in one request (OpenAI/vLLM ``n``); False sends
             ``samples`` separate requests (endpoints without ``n``, or to spread them over replicas).
         temperature: judge sampling temperature (paper: 0.3).
-        top_p: nucleus sampling (paper: 1.0).
-        top_k: top-k, sent as vLLM's ``top_k`` (paper: 20); None leaves the server default.
+        top_k: top-k (paper: 20); None leaves the server default.
         max_tokens: completion cap; the 24-criterion JSON with rationales needs ~1.5k tokens.
         seed: sampling seed (varied per retry so a retry is a new draw); None for none.
-        structured_output: ``none``, ``json_schema`` (vLLM) or ``json_object`` (llama-cpp-python):
-            whether the server is held to the output contract's JSON Schema
-            (``EndpointConfig.structured_output``); the strict parser checks every reply anyway.
     """
 
+    SECTION: ClassVar[str] = "reward.reward_kwargs"
+
     backend: str = "llm"
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
     timeout_s: float = 300.0
-    max_retries: int = 3
     max_concurrency: int = 32
     parse_retries: int = 2
     samples: int = 1
     aggregate: str = "mean"
     samples_per_request: bool = True
     temperature: float = 0.3
-    top_p: float = 1.0
     top_k: int | None = 20
     max_tokens: int | None = 4096
     seed: int | None = None
-    structured_output: str = "none"
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise InputError(f"judge backend={self.backend!r} must be one of {list(BACKENDS)}.")
-        if self.backend == "llm" and (not self.base_url or not self.model):
-            raise InputError(
-                f"judge backend 'llm' needs base_url and model (got base_url={self.base_url!r}, model={self.model!r}); "
-                "set e.g. +reward.reward_kwargs.base_url=http://judge-host:8000/v1 "
-                "+reward.reward_kwargs.model=pearl-judge, or backend=offline for CPU tests."
-            )
         if self.parse_retries < 0:
             raise InputError(f"judge parse_retries={self.parse_retries!r} must be >= 0.")
         if self.samples < 1:
             raise InputError(f"judge samples={self.samples!r} must be >= 1 (1 turns self-consistency off).")
         if self.aggregate not in AGGREGATES:
             raise InputError(f"judge aggregate={self.aggregate!r} must be one of {list(AGGREGATES)}.")
-        if self.api_key_env is not None and (
-            not self.api_key_env or "=" in self.api_key_env or " " in self.api_key_env
-        ):
-            raise InputError(
-                f"judge api_key_env={self.api_key_env!r} must be the NAME of an environment variable "
-                "(e.g. JUDGE_API_KEY), never the key itself."
-            )
-        self.sampling()  # validates the sampling fields with their own messages
-        if self.backend == "llm":
-            self.endpoint()
+        super().__post_init__()
 
-    def endpoint(self) -> EndpointConfig:
-        """The endpoint settings for the shared chat client."""
-        return EndpointConfig(
-            base_url=str(self.base_url),
-            model=str(self.model),
-            api_key_env=self.api_key_env,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-            max_concurrency=self.max_concurrency,
-            structured_output=self.structured_output,
-        )
+    @property
+    def needs_endpoint(self) -> bool:
+        return self.backend == "llm"
+
+    def missing_endpoint_message(self) -> str:
+        return f"judge backend 'llm' needs base_url and model {self.endpoint_hint()}, or backend=offline for CPU tests."
 
     def sampling(self) -> SamplingConfig:
         """Sampling of one judge request (``n`` = samples when they share a request)."""
-        return SamplingConfig(
-            temperature=self.temperature,
-            top_p=self.top_p,
-            top_k=self.top_k,
-            max_tokens=self.max_tokens,
-            n=self.samples if self.samples_per_request else 1,
-            seed=self.seed,
-        )
+        return self.sampling_with(n=self.samples if self.samples_per_request else 1, seed=self.seed)
 
 
 def judge_config_from_mapping(values: Mapping[str, Any] | None, path: str = "reward.reward_kwargs") -> JudgeConfig:

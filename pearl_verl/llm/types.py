@@ -20,6 +20,19 @@ STRUCTURED_OUTPUT_HELP = (
 )
 
 
+def check_api_key_env(name: str | None) -> None:
+    """Reject an ``api_key_env`` that looks like a key rather than the NAME of the variable holding one.
+
+    Raises:
+        InputError: for an empty value, or one with ``=`` or a space in it.
+    """
+    if name is not None and (not name or "=" in name or " " in name):
+        raise InputError(
+            f"api_key_env={name!r} must be the NAME of an environment variable (e.g. JUDGE_API_KEY), "
+            "never the key itself."
+        )
+
+
 @dataclass(frozen=True)
 class SamplingConfig:
     """Sampling settings of one role (the student and the judge use different ones).
@@ -100,6 +113,7 @@ class EndpointConfig:
             )
         if not self.base_url.startswith(("http://", "https://")):
             raise InputError(f"base_url={self.base_url!r} must start with http:// or https:// (e.g. http://host:8000/v1).")
+        check_api_key_env(self.api_key_env)
         if not self.model:
             raise InputError("model must name the served model (the name given to vllm serve --served-model-name).")
         if not self.timeout_s > 0:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import EndpointConfig, SamplingConfig
+from pearl_verl.llm.settings import EndpointSettings
+from pearl_verl.llm.types import SamplingConfig
 
 SIMULATORS: tuple[str, ...] = ("pearl", "mathdial", "socraticlm")
 BACKENDS: tuple[str, ...] = ("offline", "llm")
@@ -15,22 +17,16 @@ PARSE_FAILURE_POLICIES: tuple[str, ...] = ("fallback", "raise")
 
 
 @dataclass(frozen=True)
-class StudentConfig:
-    """Settings of the simulated student.
+class StudentConfig(EndpointSettings):
+    """Settings of the simulated student: the endpoint and sampling keys of :class:`EndpointSettings`, and these.
 
     Attributes:
         simulator: ``pearl`` (the controllable simulator), ``mathdial`` or ``socraticlm`` (the
             prompt-only baselines used for cross-simulator evaluation; LLM backend only).
         backend: ``llm`` (an OpenAI-compatible endpoint, e.g. ``vllm serve``) or ``offline`` (the
             deterministic CPU stand-in: rule planner and template realiser; not the paper's model).
-        base_url: the student endpoint, e.g. ``http://student-host:8000/v1`` (backend ``llm``).
         model: the served model name (paper: Qwen3-30B-A3B-Instruct-2507).
-        api_key_env: environment variable holding the API key; None for ``vllm serve`` without a key.
-        timeout_s: per-attempt request timeout.
-        max_retries: transport retries per call (timeouts, 429, 5xx).
-        max_concurrency: requests in flight per client.
         temperature: student sampling temperature (paper: 1.0).
-        top_p: nucleus sampling (paper: 1.0).
         top_k: top-k sampling (paper: 50); None leaves the server default.
         max_tokens: cap on one student message's tokens (realiser and refine calls).
         planner_max_tokens: cap on one planner reply, a one-line JSON object: a model that rambles
@@ -49,22 +45,14 @@ class StudentConfig:
             prerequisites (ValueError); False keeps such a state as stated.
         allow_leaving: let a frustrated student end the session.
         max_message_chars: longest allowed student message (longer ones fail the cheap check).
-        structured_output: ``none``, ``json_schema`` (vLLM) or ``json_object`` (llama-cpp-python):
-            how the planner's JSON is constrained on the server (``EndpointConfig.structured_output``).
     """
+
+    SECTION: ClassVar[str] = "pearl.student"
 
     simulator: str = "pearl"
     backend: str = "offline"
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 3
-    max_concurrency: int = 64
-    temperature: float = 1.0
-    top_p: float = 1.0
     top_k: int | None = 50
-    max_tokens: int = 256
+    max_tokens: int | None = 256
     planner_max_tokens: int = 128
     planner: str = "llm"
     refine: bool = True
@@ -76,7 +64,6 @@ class StudentConfig:
     strict_prerequisites: bool = True
     allow_leaving: bool = True
     max_message_chars: int = 600
-    structured_output: str = "none"
 
     def __post_init__(self) -> None:
         _one_of("simulator", self.simulator, SIMULATORS)
@@ -85,56 +72,36 @@ class StudentConfig:
         _one_of("on_parse_failure", self.on_parse_failure, PARSE_FAILURE_POLICIES)
         if self.decomposer is not None:
             _one_of("decomposer", self.decomposer, DECOMPOSERS)
-        if self.needs_endpoint and (not self.base_url or not self.model):
-            raise InputError(
-                f"simulator={self.simulator!r}, backend={self.backend!r}, decomposer={self.decomposer!r} need an "
-                f"endpoint, but base_url={self.base_url!r}, model={self.model!r}. Set both (e.g. "
-                "pearl.student.base_url=http://host:8000/v1 pearl.student.model=<served name>) or use backend=offline."
-            )
         if self.parse_attempts < 1:
             raise InputError(f"parse_attempts={self.parse_attempts} must be >= 1 (1 = no retry after a bad reply).")
         if self.max_message_chars < 20:
             raise InputError(f"max_message_chars={self.max_message_chars} must be >= 20.")
-        if self.needs_endpoint:
-            self.endpoint()  # validates the endpoint settings now rather than at the first call
-        self.sampling()  # likewise the sampling settings
+        super().__post_init__()
 
     @property
     def needs_endpoint(self) -> bool:
         """Whether any part of this configuration calls an LLM."""
         return self.backend == "llm" or self.decomposer == "llm" or self.simulator != "pearl"
 
+    def missing_endpoint_message(self) -> str:
+        return (
+            f"simulator={self.simulator!r}, backend={self.backend!r}, decomposer={self.decomposer!r} need an "
+            f"endpoint, but base_url={self.base_url!r}, model={self.model!r}. Set both (e.g. "
+            f"{self.SECTION}.base_url=http://host:8000/v1 {self.SECTION}.model=<served name>) or use backend=offline."
+        )
+
     @property
     def decomposer_kind(self) -> str:
         """The decomposer actually used (``decomposer`` or the backend's default)."""
         return self.decomposer or ("llm" if self.backend == "llm" else "rules")
 
-    def endpoint(self) -> EndpointConfig:
-        """The student endpoint as the LLM client takes it."""
-        if not self.base_url or not self.model:
-            raise InputError("StudentConfig has no endpoint (base_url and model are unset).")
-        return EndpointConfig(
-            base_url=self.base_url,
-            model=self.model,
-            api_key_env=self.api_key_env,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-            max_concurrency=self.max_concurrency,
-            structured_output=self.structured_output,
-        )
-
     def sampling(self, role: str = "realiser") -> SamplingConfig:
         """Sampling of one of the student's generative roles (``planner``, ``realiser``, ``refine``)."""
         from pearl_verl.student.prompts import PLANNER_SCHEMA
 
-        planner = role == "planner"
-        return SamplingConfig(
-            temperature=self.temperature,
-            top_p=self.top_p,
-            top_k=self.top_k,
-            max_tokens=self.planner_max_tokens if planner else self.max_tokens,
-            response_schema=PLANNER_SCHEMA if planner else None,
-        )
+        if role == "planner":
+            return self.sampling_with(max_tokens=self.planner_max_tokens, response_schema=PLANNER_SCHEMA)
+        return self.sampling_with()
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
