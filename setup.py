@@ -32,6 +32,7 @@ install_requires = [
     "math-verify>=0.7",
     "sacrebleu>=2.3",  # MathTutorBench's Socratic-questioning metric
     "tqdm",
+    "docstring-parser>=0.16",  # command-line help read from the config dataclasses' Attributes sections
     "matplotlib>=3.7",
 ]
 

@@ -24,6 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pearl_verl.config_flags import add_config_flags, config_values
+from pearl_verl.data.prepare import PrepareConfig
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.student.types import ABILITY_LEVELS
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from pearl_verl.llm.types import EndpointConfig
 
 SUMMARY_NAME = "prepare_summary.json"
+_CONFIG_FIELDS = ("val_fraction", "conditions_per_problem", "seed", "limit", "skip_errors", "drop_unparsed_answers")
+"""The :class:`PrepareConfig` settings taken as flags (the sampler and dedup have flags of their own shape)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "gsm8k/test.jsonl), hf:<dataset>[:<config>]@<split>, or @fixture (the shipped sample)",
     )
     parser.add_argument("-o", "--out-dir", type=Path, required=True, help="output folder")
-    parser.add_argument("--val-fraction", type=float, default=0.05, help="share of auto-split questions for validation")
-    parser.add_argument("--conditions-per-problem", type=int, default=1, help="rows (student conditions) per problem")
+    add_config_flags(parser, PrepareConfig, ("val_fraction", "conditions_per_problem"))
     parser.add_argument(
         "--ability-mix",
         default="low=1,medium=1,high=1",
@@ -60,13 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--misconception-rate", type=float, default=1.0, help="chance a row starts from the source's misconception"
     )
-    parser.add_argument("--seed", type=int, default=0, help="fixes every student condition")
-    parser.add_argument("--limit", type=int, help="read only the first N rows of each source")
-    parser.add_argument("--skip-errors", action="store_true", help="skip malformed rows (counted) instead of failing")
+    add_config_flags(parser, PrepareConfig, ("seed", "limit", "skip_errors"))
     parser.add_argument("--keep-duplicates", action="store_true", help="keep repeated questions and train/val overlaps")
-    parser.add_argument(
-        "--drop-unparsed-answers", action="store_true", help="drop problems whose answer math-verify cannot read"
-    )
+    add_config_flags(parser, PrepareConfig, ("drop_unparsed_answers",))
     knowledge = parser.add_argument_group("knowledge cache (filled ahead of training when --cache-dir is given)")
     knowledge.add_argument("--cache-dir", type=Path, help="decomposition cache folder (pearl.student.cache_dir)")
     add_endpoint_flags(
@@ -117,7 +116,7 @@ def _resolved(spec: SourceSpec) -> SourceSpec:
 
 def run(args: argparse.Namespace) -> int:
     from pearl_verl.data.conditions import ConditionSampler
-    from pearl_verl.data.prepare import SPLITS, PrepareConfig, SourceSpec, build_rows, problems_of, write_rows
+    from pearl_verl.data.prepare import SPLITS, SourceSpec, build_rows, problems_of, write_rows
 
     if bool(args.extract_base_url) != bool(args.extract_model):
         raise InputError("--extract-base-url and --extract-model go together (both for the LLM extractor).")
@@ -126,13 +125,8 @@ def run(args: argparse.Namespace) -> int:
     endpoint = endpoint_config(args, "extract-")  # a bad value fails here, before any row is written
     config = PrepareConfig(
         sampler=ConditionSampler(parse_ability_mix(args.ability_mix), args.misconception_rate),
-        conditions_per_problem=args.conditions_per_problem,
-        val_fraction=args.val_fraction,
-        seed=args.seed,
-        limit=args.limit,
-        skip_errors=args.skip_errors,
+        **config_values(args, _CONFIG_FIELDS),
         dedup=not args.keep_duplicates,
-        drop_unparsed_answers=args.drop_unparsed_answers,
     )
     rows, report = build_rows([_resolved(SourceSpec.parse(s)) for s in args.sources], config)
     if not any(rows.values()):

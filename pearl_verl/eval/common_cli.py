@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
@@ -13,6 +14,8 @@ from pearl_verl.student.config import StudentConfig
 
 OFFLINE_JUDGE_LABEL = "offline HeuristicJudge (a CPU test double: NOT the paper's judge, NOT an external evaluator)"
 _JUDGE_DEFAULTS = JudgeConfig(backend="offline")
+_JUDGE_FIELDS = ("samples", "temperature", "top_k", "max_tokens")
+"""The judge's sampling settings the evaluation commands take, as ``--judge-samples`` and so on."""
 
 
 def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) -> None:
@@ -24,24 +27,15 @@ def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) ->
     )
     add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(_JUDGE_DEFAULTS))
     group.add_argument("--judge-label", help="how tables name the scorer, e.g. 'PEARL-RM' or 'external evaluator X'")
-    group.add_argument("--judge-samples", type=int, default=1, help="self-consistency samples per dialogue")
-    group.add_argument("--judge-temperature", type=float, default=_JUDGE_DEFAULTS.temperature, help="(paper: 0.3)")
-    group.add_argument("--judge-top-k", type=int, default=_JUDGE_DEFAULTS.top_k, help="(paper: 20; 0 = server default)")
-    group.add_argument("--judge-max-tokens", type=int, default=_JUDGE_DEFAULTS.max_tokens)
+    add_config_flags(group, JudgeConfig, _JUDGE_FIELDS, prefix="judge-", helps={"top_k": "top-k (paper: 20); 0 leaves the server default"})
 
 
 def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
     """The judge the flags describe; None for ``--judge none``."""
     if args.judge == "none":
         return None
-    return JudgeConfig(
-        backend=args.judge,
-        **endpoint_values(args, "judge-"),
-        samples=args.judge_samples,
-        temperature=args.judge_temperature,
-        top_k=args.judge_top_k or None,
-        max_tokens=args.judge_max_tokens,
-    )
+    values = config_values(args, _JUDGE_FIELDS, "judge-")
+    return JudgeConfig(backend=args.judge, **endpoint_values(args, "judge-"), **{**values, "top_k": values["top_k"] or None})
 
 
 def judge_label(args: argparse.Namespace) -> str:
@@ -69,14 +63,12 @@ def judge_setup(args: argparse.Namespace) -> dict[str, Any]:
 def add_student_flags(parser: argparse.ArgumentParser) -> None:
     """The student endpoint flags (one endpoint serves every simulator)."""
     group = parser.add_argument_group("student simulator")
-    group.add_argument(
-        "--student-backend",
-        choices=("offline", "llm"),
-        default="offline",
-        help="offline = the PEARL simulator's deterministic CPU stand-in (baselines need llm)",
+    add_config_flags(
+        group, StudentConfig, ("backend",), prefix="student-",
+        helps={"backend": "offline = the PEARL simulator's deterministic CPU stand-in (baselines need llm)"},
     )
     add_endpoint_flags(group, "student-", role="student", defaults=defaults_of(StudentConfig()))
-    group.add_argument("--student-planner", choices=("llm", "rules"), default="llm", help="PEARL planner (llm backend)")
+    add_config_flags(group, StudentConfig, ("planner",), prefix="student-")
 
 
 def student_setup(args: argparse.Namespace) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.errors import InputError
@@ -47,6 +47,8 @@ class EvalProtocol:
         misconception_rate: probability of starting from the source's misconception (MathDial).
     """
 
+    CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {"ability": ABILITIES}
+
     max_turns: int = 20
     temperature: float = 1.0
     top_p: float = 1.0
@@ -59,8 +61,9 @@ class EvalProtocol:
     def __post_init__(self) -> None:
         if self.max_turns < 1:
             raise InputError(f"max_turns={self.max_turns} must be >= 1 (paper: 20 in evaluation).")
-        if self.ability not in ABILITIES:
-            raise InputError(f"ability={self.ability!r} must be one of {list(ABILITIES)}.")
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise InputError(f"{name}={getattr(self, name)!r} must be one of {list(allowed)}.")
         self.sampling()
         ConditionSampler(misconception_rate=self.misconception_rate)
 

@@ -24,10 +24,12 @@ per dialogue, appended as it finishes; rerunning resumes), ``report.md``, ``summ
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import (
     add_judge_flags,
@@ -36,10 +38,8 @@ from pearl_verl.eval.common_cli import (
     judge_setup,
     student_setup,
 )
-from pearl_verl.eval.protocol import ABILITIES, EvalProtocol
+from pearl_verl.eval.protocol import EvalProtocol
 from pearl_verl.student.config import SIMULATORS
-
-_DEFAULTS = EvalProtocol()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,14 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--out", type=Path, required=True, help="run directory (created; resumed when it exists)")
     protocol = parser.add_argument_group("protocol (the same for every tutor)")
-    protocol.add_argument("--max-turns", type=int, default=_DEFAULTS.max_turns, help="tutor-turn limit (paper: 20)")
-    protocol.add_argument("--temperature", type=float, default=_DEFAULTS.temperature)
-    protocol.add_argument("--top-p", type=float, default=_DEFAULTS.top_p)
-    protocol.add_argument("--top-k", type=int, default=_DEFAULTS.top_k, help="0 = server default")
-    protocol.add_argument("--max-tokens", type=int, default=_DEFAULTS.max_tokens, help="per tutor message")
-    protocol.add_argument("--seed", type=int, default=_DEFAULTS.seed, help="draws the matched items")
-    protocol.add_argument("--ability", choices=ABILITIES, default=_DEFAULTS.ability)
-    protocol.add_argument("--misconception-rate", type=float, default=_DEFAULTS.misconception_rate)
+    add_config_flags(protocol, EvalProtocol, helps={"top_k": "tutor top-k (paper: 50); 0 leaves the server default"})
     add_student_flags(parser)
     add_judge_flags(parser)
     parser.add_argument("--concurrency", type=int, default=16, help="dialogues in flight")
@@ -81,16 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def build_protocol(args: argparse.Namespace) -> EvalProtocol:
-    return EvalProtocol(
-        max_turns=args.max_turns,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        top_k=args.top_k or None,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        ability=args.ability,
-        misconception_rate=args.misconception_rate,
-    )
+    values = config_values(args, (f.name for f in dataclasses.fields(EvalProtocol)))
+    return EvalProtocol(**{**values, "top_k": values["top_k"] or None})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,6 +46,9 @@ class JudgeConfig(EndpointSettings):
     """
 
     SECTION: ClassVar[str] = "reward.reward_kwargs"
+    CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        **EndpointSettings.CHOICES, "backend": BACKENDS, "aggregate": AGGREGATES
+    }
 
     backend: str = "llm"
     timeout_s: float = 300.0
@@ -60,14 +63,10 @@ class JudgeConfig(EndpointSettings):
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise InputError(f"judge backend={self.backend!r} must be one of {list(BACKENDS)}.")
         if self.parse_retries < 0:
             raise InputError(f"judge parse_retries={self.parse_retries!r} must be >= 0.")
         if self.samples < 1:
             raise InputError(f"judge samples={self.samples!r} must be >= 1 (1 turns self-consistency off).")
-        if self.aggregate not in AGGREGATES:
-            raise InputError(f"judge aggregate={self.aggregate!r} must be one of {list(AGGREGATES)}.")
         super().__post_init__()
 
     @property

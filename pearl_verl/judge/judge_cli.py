@@ -8,15 +8,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
+from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 
 if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
 
 _DEFAULTS = JudgeConfig(backend="offline")
+_JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens")
+"""The judge's own settings that ``pearl-verl judge`` takes as flags (beside backend and the endpoint's)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,18 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     judge.add_argument("input", type=Path, help="dialogues: one EpisodeRecord JSON object per line (optional 'id')")
     judge.add_argument("-o", "--output", type=Path, required=True, help="results JSONL (appended; resumed)")
-    judge.add_argument("--backend", choices=BACKENDS, default="llm", help="llm endpoint or offline heuristic")
+    add_config_flags(judge, JudgeConfig, ("backend",), choices={"backend": BACKENDS})
     add_endpoint_flags(
         judge,
         role="judge",
         defaults=defaults_of(_DEFAULTS),
         helps={"concurrency": "dialogues in flight (default %(default)s)"},
     )
-    judge.add_argument("--parse-retries", type=int, default=_DEFAULTS.parse_retries, help="calls again on bad output")
-    judge.add_argument("--samples", type=int, default=1, help="self-consistency samples per dialogue")
-    judge.add_argument("--aggregate", choices=("mean", "median"), default="mean", help="over samples")
-    judge.add_argument("--temperature", type=float, default=_DEFAULTS.temperature)
-    judge.add_argument("--max-tokens", type=int, default=_DEFAULTS.max_tokens)
+    add_config_flags(judge, JudgeConfig, _JUDGE_FIELDS, choices={"aggregate": AGGREGATES})
     judge.add_argument("--retry-failed", action="store_true", help="judge again dialogues whose result has judge_ok=0")
     judge.add_argument("--criteria", action="store_true", help="also write criterion scores and rationales")
     judge.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -65,15 +65,7 @@ def run_judge(args: argparse.Namespace) -> int:
     from pearl_verl.judge.batch import judge_file
     from pearl_verl.judge.config import build_judge
 
-    config = JudgeConfig(
-        backend=args.backend,
-        **endpoint_values(args),
-        parse_retries=args.parse_retries,
-        samples=args.samples,
-        aggregate=args.aggregate,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-    )
+    config = JudgeConfig(**config_values(args, ("backend", *_JUDGE_FIELDS)), **endpoint_values(args))
     if not _has_lines(input_file(args.input, "dialogue file")):
         raise InputError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
     judge = build_judge(config)

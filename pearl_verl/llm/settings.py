@@ -9,11 +9,12 @@ timeout, its temperature 0.3). The keys stay flat (``pearl.student.base_url``), 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import EndpointConfig, SamplingConfig, check_api_key_env
+from pearl_verl.llm.types import STRUCTURED_OUTPUTS, EndpointConfig, SamplingConfig, check_api_key_env
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class EndpointSettings:
 
     SECTION: ClassVar[str] = "pearl"
     """Where the role's keys live, for messages (``reward.reward_kwargs``, ``pearl.student``)."""
+    CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {"structured_output": STRUCTURED_OUTPUTS}
+    """The allowed values of the string keys (None is allowed where a key's default is None); the
+    command-line flags offer the same (:func:`pearl_verl.config_flags.add_config_flags`)."""
 
     base_url: str | None = None
     model: str | None = None
@@ -53,6 +57,10 @@ class EndpointSettings:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        for name, allowed in self.CHOICES.items():
+            value = getattr(self, name)
+            if value is not None and value not in allowed:
+                raise InputError(f"{self.SECTION}.{name}={value!r} must be one of {list(allowed)}.")
         check_api_key_env(self.api_key_env)
         if self.needs_endpoint:
             if not self.base_url or not self.model:

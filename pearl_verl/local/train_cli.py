@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 
-from pearl_verl.local.train import LocalTrainConfig
+from pearl_verl.config_flags import add_config_flags, config_values
+from pearl_verl.local.config import LocalTrainConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,40 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Runs the pearl_tutor agent loop, the judge, the PEARL estimator and verl's GSPO update "
         "in one process. Defaults fit a 2-core CPU: tiny random Qwen3-MoE, offline student and judge.",
     )
-    docs = attribute_docs(LocalTrainConfig)
-    for field in dataclasses.fields(LocalTrainConfig):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type in ("bool", bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default, help=docs.get(field.name))
-        else:
-            parser.add_argument(flag, type=_parser_type(field), default=field.default, help=docs.get(field.name))
+    add_config_flags(parser, LocalTrainConfig)
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out-dir")
     parser.set_defaults(handler=run)
-
-
-def _parser_type(field: dataclasses.Field):
-    text = str(field.type)
-    if "float" in text:
-        return float
-    if "int" in text:
-        return int
-    return str
-
-
-def attribute_docs(cls: type) -> dict[str, str]:
-    """``{field: description}`` from a Google-style ``Attributes:`` docstring section."""
-    docs: dict[str, str] = {}
-    current = None
-    for line in (cls.__doc__ or "").splitlines():
-        match = re.match(r"^ {8}(\w+): (.*)$", line)
-        if match:
-            current = match.group(1)
-            docs[current] = match.group(2).strip()
-        elif current and line.startswith(" " * 12):
-            docs[current] += " " + line.strip()
-        else:
-            current = None
-    return docs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,8 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.local.quiet import quiet_run
     from pearl_verl.local.train import run_training
 
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(LocalTrainConfig)}
-    config = LocalTrainConfig(**values)
+    config = LocalTrainConfig(**config_values(args, (f.name for f in dataclasses.fields(LocalTrainConfig))))
     out = Path(config.out_dir)
     with quiet_run(out / "train.log", verbose=args.verbose) as console:
         rows = run_training(config, resume=args.resume, progress_file=console.err)

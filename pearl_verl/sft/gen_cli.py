@@ -22,15 +22,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
 from pearl_verl.sft.filters import FilterConfig
-from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS, StudentConfig
+from pearl_verl.student.config import StudentConfig
 
 TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
 JUDGES: tuple[str, ...] = ("none", "offline", "llm")
-_FILTERS = FilterConfig()
+_STUDENT_FIELDS = ("planner", "cache_dir")
+_FILTER_FIELDS = ("min_tutor_turns", "attempts_before_answer", "turn_balance", "judge_min_score")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,35 +82,20 @@ def _teacher_args(group: argparse._ArgumentGroup) -> None:
 
 
 def _student_args(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--simulator", choices=SIMULATORS, default="pearl", help="pearl, or a baseline simulator")
-    group.add_argument("--student-backend", choices=BACKENDS, default="offline", help="offline = CPU stand-in")
+    add_config_flags(group, StudentConfig, ("simulator",))
+    add_config_flags(group, StudentConfig, ("backend",), prefix="student-")
     add_endpoint_flags(group, "student-", role="student", defaults=defaults_of(StudentConfig()))
-    group.add_argument("--student-planner", choices=PLANNERS, default="llm", help="behaviour planner (llm backend)")
-    group.add_argument("--student-cache-dir", help="decomposition cache (filled by prepare-data --cache-dir)")
+    add_config_flags(group, StudentConfig, _STUDENT_FIELDS, prefix="student-")
 
 
 def _judge_args(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--judge-backend", choices=JUDGES, default="none", help="offline = heuristic test double")
     add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(JudgeConfig(backend="offline")))
-    group.add_argument(
-        "--judge-min-score", type=float, default=_FILTERS.judge_min_score, help="lowest mean of the 8 judge scores kept"
-    )
+    add_config_flags(group, FilterConfig, ("judge_min_score",))
 
 
 def _filter_args(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--min-tutor-turns", type=int, default=_FILTERS.min_tutor_turns)
-    group.add_argument(
-        "--attempts-before-answer",
-        type=int,
-        default=_FILTERS.attempts_before_answer,
-        help="student attempts before the tutor may state the answer (0 = no leak filter)",
-    )
-    group.add_argument(
-        "--turn-balance",
-        type=float,
-        default=_FILTERS.turn_balance,
-        help="cap per tutor-turn count as a multiple of the mean count (0 = off)",
-    )
+    add_config_flags(group, FilterConfig, ("min_tutor_turns", "attempts_before_answer", "turn_balance"))
     group.add_argument("--keep-duplicates", action="store_true", help="keep repeated dialogues")
     group.add_argument("--tokenizer", help="the SFT model's tokenizer folder, for the length filter")
     group.add_argument("--max-length", type=int, help="drop chats longer than this many tokens (= data.max_length)")
@@ -160,13 +147,7 @@ def _filter_config(args: argparse.Namespace) -> FilterConfig:
         raise InputError(f"--val-fraction {args.val_fraction} must lie in [0, 1).")
     if bool(args.tokenizer) != bool(args.max_length):
         raise InputError("--tokenizer and --max-length go together (the length filter needs both).")
-    return FilterConfig(
-        min_tutor_turns=args.min_tutor_turns,
-        attempts_before_answer=args.attempts_before_answer,
-        judge_min_score=args.judge_min_score,
-        dedup=not args.keep_duplicates,
-        turn_balance=args.turn_balance,
-    )
+    return FilterConfig(**config_values(args, _FILTER_FIELDS), dedup=not args.keep_duplicates)
 
 
 def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple[Any, Any]:
@@ -231,8 +212,7 @@ def build_student(args: argparse.Namespace) -> Any:
             simulator=args.simulator,
             backend=args.student_backend,
             **endpoint_values(args, "student-"),
-            planner=args.student_planner,
-            cache_dir=args.student_cache_dir,
+            **config_values(args, _STUDENT_FIELDS, "student-"),
         )
     )
 

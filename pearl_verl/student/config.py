@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -48,6 +49,14 @@ class StudentConfig(EndpointSettings):
     """
 
     SECTION: ClassVar[str] = "pearl.student"
+    CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        **EndpointSettings.CHOICES,
+        "simulator": SIMULATORS,
+        "backend": BACKENDS,
+        "planner": PLANNERS,
+        "on_parse_failure": PARSE_FAILURE_POLICIES,
+        "decomposer": DECOMPOSERS,
+    }
 
     simulator: str = "pearl"
     backend: str = "offline"
@@ -66,12 +75,6 @@ class StudentConfig(EndpointSettings):
     max_message_chars: int = 600
 
     def __post_init__(self) -> None:
-        _one_of("simulator", self.simulator, SIMULATORS)
-        _one_of("backend", self.backend, BACKENDS)
-        _one_of("planner", self.planner, PLANNERS)
-        _one_of("on_parse_failure", self.on_parse_failure, PARSE_FAILURE_POLICIES)
-        if self.decomposer is not None:
-            _one_of("decomposer", self.decomposer, DECOMPOSERS)
         if self.parse_attempts < 1:
             raise InputError(f"parse_attempts={self.parse_attempts} must be >= 1 (1 = no retry after a bad reply).")
         if self.max_message_chars < 20:
@@ -102,8 +105,3 @@ class StudentConfig(EndpointSettings):
         if role == "planner":
             return self.sampling_with(max_tokens=self.planner_max_tokens, response_schema=PLANNER_SCHEMA)
         return self.sampling_with()
-
-
-def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise InputError(f"StudentConfig.{name}={value!r} must be one of {list(allowed)}.")

@@ -21,10 +21,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
 from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP
-from pearl_verl.student.config import BACKENDS, PLANNERS, SIMULATORS, StudentConfig
+from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.simulate import ABILITY_CHOICES
 
 TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")
@@ -41,8 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "directory or to the data folder (e.g. gsm8k/test.jsonl; see the README's Data section)",
     )
     parser.add_argument("--limit", type=int, help="first N problems of each file")
-    parser.add_argument("--simulator", choices=SIMULATORS, default="pearl")
-    parser.add_argument("--backend", choices=BACKENDS, default="offline", help="offline = deterministic CPU stand-in")
+    add_config_flags(parser, StudentConfig, ("simulator", "backend"))
     add_endpoint_flags(
         parser,
         role="student",
@@ -54,9 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "structured-output": STRUCTURED_OUTPUT_HELP + " (student)",
         },
     )
-    parser.add_argument("--planner", choices=PLANNERS, default="llm", help="behaviour-label planner of the llm backend")
+    add_config_flags(parser, StudentConfig, ("planner",))
+    # not --refine/--no-refine: a resumed --out checks the no_refine it was written with (RESUME_SETTINGS)
     parser.add_argument("--no-refine", action="store_true", help="skip the refine call on failed consistency checks")
-    parser.add_argument("--cache-dir", help="decomposition cache directory")
+    add_config_flags(parser, StudentConfig, ("cache_dir",))
     parser.add_argument("--tutor", choices=TUTORS, default="socratic", help="scripted tutors, or a chat endpoint")
     # the tutor shares the student's --timeout, --max-retries and --concurrency (see build_tutor)
     add_endpoint_flags(
@@ -97,12 +98,9 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     config = StudentConfig(
-        simulator=args.simulator,
-        backend=args.backend,
+        **config_values(args, ("simulator", "backend", "planner", "cache_dir")),
         **endpoint_values(args),
-        planner=args.planner,
         refine=not args.no_refine,
-        cache_dir=args.cache_dir,
     )
     items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
     if not items:

