@@ -16,6 +16,9 @@ from typing import Any, ClassVar
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import STRUCTURED_OUTPUTS, EndpointConfig, SamplingConfig, check_api_key_env
 
+SAMPLING_FIELDS: tuple[str, ...] = ("temperature", "top_p", "top_k", "max_tokens")
+"""The sampling keys of :class:`EndpointSettings` (the rest name and reach the endpoint)."""
+
 
 @dataclass(frozen=True)
 class EndpointSettings:
@@ -108,10 +111,4 @@ class EndpointSettings:
 
     def sampling_with(self, **overrides: Any) -> SamplingConfig:
         """These settings' sampling with ``overrides`` (``n``, ``seed``, a role's ``max_tokens``)."""
-        values: dict[str, Any] = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "top_k": self.top_k,
-            "max_tokens": self.max_tokens,
-        }
-        return SamplingConfig(**{**values, **overrides})
+        return SamplingConfig(**{**{name: getattr(self, name) for name in SAMPLING_FIELDS}, **overrides})

@@ -25,12 +25,15 @@ from typing import Any
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
-from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
+from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
+from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
 
 TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
 JUDGES: tuple[str, ...] = ("none", "offline", "llm")
+TEACHER_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
+"""The teacher's sampling defaults where they differ from :class:`EndpointSettings`' (ours; not in the paper)."""
 _STUDENT_FIELDS = ("planner", "cache_dir")
 _FILTER_FIELDS = ("min_tutor_turns", "attempts_before_answer", "turn_balance", "judge_min_score")
 
@@ -75,10 +78,11 @@ def _teacher_args(group: argparse._ArgumentGroup) -> None:
         defaults={"timeout_s": 300.0},
         helps={"model": "served model name (paper: DeepSeek-V3.2)"},
     )
-    group.add_argument("--teacher-temperature", type=float, default=0.7)
-    group.add_argument("--teacher-top-p", type=float, default=0.95)
-    group.add_argument("--teacher-top-k", type=int, help="sent as vLLM's top_k (leave unset for hosted APIs)")
-    group.add_argument("--teacher-max-tokens", type=int, default=1024, help="cap on one tutor message")
+    add_config_flags(
+        group, EndpointSettings, SAMPLING_FIELDS, prefix="teacher-", defaults=TEACHER_SAMPLING,
+        helps={"top_k": "top-k, sent as vLLM's top_k (leave unset for hosted APIs)",
+               "max_tokens": "cap on one tutor message"},
+    )
 
 
 def _student_args(group: argparse._ArgumentGroup) -> None:
@@ -191,16 +195,15 @@ def build_teacher(args: argparse.Namespace) -> Any:
             "--teacher endpoint needs --teacher-base-url and --teacher-model (or --teacher scripted, the offline "
             "test double)."
         )
-    from pearl_verl.llm import OpenAIChatClient, SamplingConfig
+    from pearl_verl.llm import OpenAIChatClient
 
-    endpoint = endpoint_config(args, "teacher-", max_concurrency=args.concurrency)
-    sampling = SamplingConfig(
-        temperature=args.teacher_temperature,
-        top_p=args.teacher_top_p,
-        top_k=args.teacher_top_k,
-        max_tokens=args.teacher_max_tokens,
+    teacher = EndpointSettings(
+        **endpoint_values(args, "teacher-"),
+        **config_values(args, SAMPLING_FIELDS, "teacher-"),
+        max_concurrency=args.concurrency,
     )
-    return ChatTutor(OpenAIChatClient(endpoint, sampling), sampling, include_reference=not args.no_reference)
+    sampling = teacher.sampling()
+    return ChatTutor(OpenAIChatClient(teacher.endpoint(), sampling), sampling, include_reference=not args.no_reference)
 
 
 def build_student(args: argparse.Namespace) -> Any:
