@@ -78,8 +78,8 @@ def calls_for(batch: int) -> dict[tuple[str, int], Callable[[], object]]:
     """verl's GRPO, our core function and our registered estimator on one random batch."""
     from verl.trainer.ppo.core_algos import compute_grpo_vectorized_outcome_advantage
 
-    from pearl_verl.advantage import AdvantageConfig, compute_pearl_advantage
-    from pearl_verl.reward_fields import PearlInputs
+    from pearl_verl.advantage.estimator import AdvantageConfig, compute_pearl_advantage
+    from pearl_verl.advantage.inputs import PearlInputs
     from pearl_verl.verl_plugin.estimator import compute_pearl_outcome_advantage
 
     b = make_batch(batch)

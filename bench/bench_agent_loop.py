@@ -88,8 +88,8 @@ def _setup(tmp: str) -> tuple[Any, Any, Any]:
     ]
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         config = compose(config_name="ppo_trainer", overrides=overrides)
-    from pearl_verl.problem import Problem
-    from pearl_verl.sample import PearlSample
+    from pearl_verl.dialogue.problem import Problem
+    from pearl_verl.dialogue.sample import PearlSample
     from pearl_verl.student.types import StudentCondition
 
     problem = Problem("bench-1", "Ann has 12 pens and buys 7 more. How many now?", "12 + 7 = 19", "19", "gsm8k")

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pearl_verl.faults.checks import run_checks  # noqa: E402
 from pearl_verl.faults.drill import DrillConfig, run_drill  # noqa: E402
-from pearl_verl.faults.report import markdown, summarize  # noqa: E402
+from pearl_verl.faults.drill_report import markdown, summarize  # noqa: E402
 
 
 def main() -> int:

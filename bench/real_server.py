@@ -43,13 +43,14 @@ from typing import Any
 from aiohttp import ClientSession, ClientTimeout, web
 
 from pearl_verl.cli import main as cli
+from pearl_verl.data.problem_files import load_problems
 from pearl_verl.data.sources import FIXTURES
 from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import system_prompt
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.extract import EXTRACTION_INSTRUCTION, parse_extraction
 from pearl_verl.student.prompts import PLANNER_INSTRUCTION, REALISER_INSTRUCTION, REFINE_INSTRUCTION, parse_planner
-from pearl_verl.student.simulate import call_table, load_problems, source_table
+from pearl_verl.student.simulate import call_table, source_table
 from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
 
 PROBLEMS = FIXTURES["gsm8k"]

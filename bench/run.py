@@ -148,7 +148,7 @@ def faults_section(quick: bool) -> tuple[list[str], list[Ratio]]:
 
     from pearl_verl.faults.checks import run_checks
     from pearl_verl.faults.drill import DrillConfig, run_drill
-    from pearl_verl.faults.report import markdown, summarize
+    from pearl_verl.faults.drill_report import markdown, summarize
 
     logging.getLogger("pearl_verl").setLevel(logging.ERROR)  # every injected fault logs; the table counts them
     with tempfile.TemporaryDirectory() as scratch:

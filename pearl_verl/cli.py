@@ -15,12 +15,12 @@ import traceback
 from collections.abc import Sequence
 
 from pearl_verl import __version__
+from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.errors import InputError
-from pearl_verl.failure_guard import TrainingStalled
 
 COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.verl_plugin.doctor_cli",
-    "pearl_verl.advantage_report_cli",
+    "pearl_verl.advantage.report_cli",
     "pearl_verl.student.simulate_cli",
     "pearl_verl.knowledge.decompose_cli",
     "pearl_verl.judge.judge_cli",

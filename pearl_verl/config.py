@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pearl_verl.advantage import AdvantageConfig
+from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.failure_guard import FailureGuardConfig
 from pearl_verl.errors import InputError
-from pearl_verl.failure_guard import FailureGuardConfig
 from pearl_verl.student.config import StudentConfig
 
 T = TypeVar("T")

@@ -22,7 +22,9 @@ JUDGE_OK_KEY = "judge_ok"
 """1 when the judge produced a complete, parsed score set; 0 when it failed (sample excluded)."""
 
 COMPLETED_KEY = "completed"
-"""1 when the episode ended normally (end marker or solved), 0 when cut off (turn or token limit)."""
+"""1 when the episode ended normally (``EpisodeRecord.ended_normally``: end marker or solved) AND the
+judge's completion gate opened (the student solved it); 0 when cut off (turn or token limit), failed
+or not solved. The estimator's turn penalty and ``pearl/episode/completed_rate`` read it."""
 
 TUTOR_TURNS_KEY = "tutor_turns"
 """Number of tutor turns N_i. Deliberately not ``num_turns``: verl's ``num_turns`` counts every

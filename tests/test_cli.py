@@ -8,8 +8,8 @@ import sys
 import pytest
 import torch
 
-from pearl_verl.advantage import compute_pearl_advantage
-from pearl_verl.advantage_report import example_path, load_judged_rows
+from pearl_verl.advantage.estimator import compute_pearl_advantage
+from pearl_verl.advantage.report import example_path, load_judged_rows
 from pearl_verl.cli import main
 from pearl_verl.dims import DIMENSIONS
 

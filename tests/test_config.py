@@ -2,7 +2,7 @@
 
 import pytest
 
-from pearl_verl.advantage import AdvantageConfig
+from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.config import PearlConfig, load_pearl_config
 
 

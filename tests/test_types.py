@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pearl_verl.episode import DialogueTurn, EpisodeRecord
-from pearl_verl.problem import Problem
+from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState
 
 
@@ -23,12 +23,12 @@ def _episode(end_reason="tutor_ended"):
 def test_episode_round_trips_through_json():
     episode = _episode()
     assert EpisodeRecord.from_dict(json.loads(json.dumps(episode.to_dict()))) == episode
-    assert episode.tutor_turns == 1 and episode.completed
+    assert episode.tutor_turns == 1 and episode.ended_normally
 
 
-@pytest.mark.parametrize(("reason", "completed"), [("student_concluded", True), ("turn_limit", False), ("student_error", False)])
-def test_completed_follows_the_end_reason(reason, completed):
-    assert _episode(reason).completed is completed
+@pytest.mark.parametrize(("reason", "ended_normally"), [("student_concluded", True), ("turn_limit", False), ("student_error", False)])
+def test_ended_normally_follows_the_end_reason(reason, ended_normally):
+    assert _episode(reason).ended_normally is ended_normally
 
 
 def test_profile_ability_levels():

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from pearl_verl.advantage import compute_pearl_advantage
+from pearl_verl.advantage.estimator import compute_pearl_advantage
 
 METHODS: tuple[str, ...] = ("grpo_mean", "gdpo", "pearl_raw", "pearl", "pearl_turn")
 LABELS: dict[str, str] = {

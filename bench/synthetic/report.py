@@ -11,7 +11,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
 from env import ACTIONS, CRITERIA, DIMS  # noqa: E402
 from methods import LABELS, METHODS  # noqa: E402
 

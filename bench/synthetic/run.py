@@ -33,11 +33,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
 import torch  # noqa: E402
-
 from env import DIMS, EnvConfig, rollout  # noqa: E402
 from methods import METHODS, advantages  # noqa: E402
 from report import write_report  # noqa: E402
-from train import TrainConfig, conditions, dimension_statistics, initial_logits, effective_weights, train  # noqa: E402
+from train import TrainConfig, conditions, dimension_statistics, effective_weights, initial_logits, train  # noqa: E402
 
 SCENARIOS: dict[str, EnvConfig] = {
     "main": EnvConfig(),

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from env import ACTIONS, CRITERIA, DIMS, GATE, NUM_STATES, PHASES, STEPS, EnvConfig, criteria, rollout
 from methods import advantages
 
@@ -193,7 +192,7 @@ def effective_weights(method_advantages: dict[str, torch.Tensor], scores: torch.
 def dimension_statistics(scores: torch.Tensor, index: np.ndarray) -> dict[str, list[float]]:
     """Per dimension: mean, mean within-group std, and the share of groups where it varies at all
     (raw and after the paper's discretisation)."""
-    from pearl_verl.advantage import discretize_scores
+    from pearl_verl.advantage.estimator import discretize_scores
 
     group = torch.as_tensor(index)
     binned, _ = discretize_scores(scores)

@@ -181,8 +181,8 @@ def _loopback(host: str) -> bool:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from pearl_verl.compare.report import build_report, export_rows
     from pearl_verl.compare.store import Store
+    from pearl_verl.compare.tables import build_report, export_rows
 
     store = Store(args.db_url)
     votes = store.votes()

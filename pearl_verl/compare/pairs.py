@@ -24,11 +24,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.episode import EpisodeRecord
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.eval.rm import MARGINS
 from pearl_verl.jsonl import read_unique_records
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 
 """Dialogues cut short by a backend failure say nothing about the tutor; they are never paired."""
 
@@ -125,7 +125,7 @@ def usable(row: Mapping[str, Any]) -> bool:
 
 
 def _score(row: Mapping[str, Any]) -> float | None:
-    from pearl_verl.eval.report import dialogue_avg, judged
+    from pearl_verl.eval.tables import dialogue_avg, judged
 
     return 100 * dialogue_avg(row["judge"]) if judged(row) else None
 

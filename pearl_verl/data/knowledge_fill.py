@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
-from pearl_verl.problem import Problem
 
 if TYPE_CHECKING:
     from pearl_verl.llm.types import EndpointConfig

@@ -1,6 +1,6 @@
 """Problem sources -> verl parquet rows for the ``pearl_tutor`` agent loop (``pearl-verl prepare-data``).
 
-Row contract (parsed back by :meth:`pearl_verl.sample.PearlSample.from_row` in the agent loop)::
+Row contract (parsed back by :meth:`pearl_verl.dialogue.sample.PearlSample.from_row` in the agent loop)::
 
     data_source   gsm8k | math | mathdial
     agent_name    "pearl_tutor"  (verl routes the row to our agent loop)
@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.answers import answers_match
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import READERS, SourceItem, load_source
+from pearl_verl.dialogue.answers import answers_match
+from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
-from pearl_verl.problem import Problem
-from pearl_verl.sample import PearlSample
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
 
 logger = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed, numbers_in
+from pearl_verl.dialogue.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed, numbers_in
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import input_file, parse_line
-from pearl_verl.problem import Problem
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pearl_verl.episode import STUDENT, EpisodeRecord
+from pearl_verl.dialogue.episode import STUDENT, EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
 from pearl_verl.student.diversity import LabelledTurn

@@ -11,7 +11,7 @@ MathDial's own harness opens every dialogue with a fixed teacher prompt ("walk m
 solution") at teacher index 0, answered by the student's wrong solution at student index 0. Our
 episodes open with the student presenting the problem and their work, so tutor turn ``j`` (0-based)
 is teacher index ``j + 1``: the rounds line up with the harness. An utterance "states the answer" when
-any number in it equals the final answer (math-verify equality, as :func:`pearl_verl.answers.mentions_answer`).
+any number in it equals the final answer (math-verify equality, as :func:`pearl_verl.dialogue.answers.mentions_answer`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pearl_verl.answers import mentions_answer, numbers_in
-from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.dialogue.answers import mentions_answer, numbers_in
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.eval.stats import Estimate, wilson_ci
 

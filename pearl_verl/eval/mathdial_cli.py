@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.eval.mathdial import curves, episode_indices, human_indices, mathdial_markdown
     from pearl_verl.eval.plots import line_with_ci
     from pearl_verl.eval.runner import episodes_of, read_tutor_results
-    from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
+    from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 
     if not args.results and args.human is None:
         raise InputError("give --results (eval-tutor dialogues) and/or --human (the MathDial test file).")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.answers import answers_match, gsm8k_final_answer
+from pearl_verl.dialogue.answers import answers_match, gsm8k_final_answer
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_json, read_objects
 from pearl_verl.llm.types import Message

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pearl_verl.data.conditions import ConditionSampler
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import SamplingConfig
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
 
 ABILITIES: tuple[str, ...] = ("balanced", *ABILITY_LEVELS, "all")
@@ -130,7 +130,7 @@ def load_eval_problems(paths: Sequence[str | Path], limit: int | None = None) ->
         paths: ``.jsonl``, ``.json`` or ``.parquet`` files.
         limit: first N problems of each file.
     """
-    from pearl_verl.student.simulate import load_problems
+    from pearl_verl.data.problem_files import load_problems
 
     problems: list[SourceProblem] = []
     for path in paths:
@@ -148,7 +148,7 @@ def _prepared_parquet(path: Path, limit: int | None) -> list[SourceProblem] | No
     if path.suffix != ".parquet":
         return None
     from pearl_verl.data.sources import read_parquet_rows
-    from pearl_verl.sample import EXTRA_INFO_KEY, PearlSample
+    from pearl_verl.dialogue.sample import EXTRA_INFO_KEY, PearlSample
 
     rows = read_parquet_rows(path)[:limit]
     if not rows or "prompt" not in rows[0] or not isinstance(rows[0].get("extra_info"), Mapping):

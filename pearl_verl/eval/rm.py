@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pearl_verl.episode import TUTOR, EpisodeRecord
+from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.eval.stats import Estimate, wilson_ci
 from pearl_verl.jsonl import read_unique_records
-from pearl_verl.judge.fields import reward_info, reward_score
+from pearl_verl.judge.reward_info import reward_info, reward_score
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
 
@@ -320,7 +320,7 @@ def pairs_from_results(
     else high), as the paper buckets pairs by an external evaluator's score difference. Teachers'
     preferences replace ``preferred`` for a human study. Items scored equally are skipped.
     """
-    from pearl_verl.eval.report import dialogue_avg, judged
+    from pearl_verl.eval.tables import dialogue_avg, judged
 
     low, medium = thresholds
     if not 0 <= low <= medium:

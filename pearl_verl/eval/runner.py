@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.dialogue.episode import EpisodeRecord
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.dims import JUDGE_OK_KEY
-from pearl_verl.episode import EpisodeRecord
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.protocol import EvalItem
 from pearl_verl.jsonl import drop_cut_tail, input_file, read_appended
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, not_judged_reason, reward_info, should_judge
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.episode import EpisodeRecord
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.annotate import PLANNED_SOURCE, Annotator, annotation_row, labelled, turns_of
 from pearl_verl.eval.runner import read_results

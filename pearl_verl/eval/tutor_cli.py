@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
     import asyncio
 
     from pearl_verl.data.location import dataset_file
-    from pearl_verl.episode_runner import EpisodeLimits
+    from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.eval.common_cli import build_simulators, judge_config, progress_bar
     from pearl_verl.eval.protocol import (
         Manifest,
@@ -159,8 +159,8 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
 
 def _report(folder: Path, manifest: Any, print_table: bool) -> int:
     from pearl_verl.eval.plots import grouped_bars, radar_plot
-    from pearl_verl.eval.report import DIMENSION_TITLES, build_report
     from pearl_verl.eval.runner import RESULTS, read_results
+    from pearl_verl.eval.tables import DIMENSION_TITLES, build_report
 
     rows = list(read_results(folder / RESULTS).values())
     tutors, simulators = list(manifest.tutors), list(manifest.simulators)

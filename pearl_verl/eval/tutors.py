@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pearl_verl.episode import DialogueTurn
+from pearl_verl.dialogue.episode import DialogueTurn
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_text
 from pearl_verl.llm.types import ChatBackend, EndpointConfig, Message, SamplingConfig
-from pearl_verl.problem import Problem
 from pearl_verl.tutor.policy import ChatTutor, TutorPolicy
 from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION, tutor_messages
 

@@ -5,7 +5,7 @@
 - :mod:`~pearl_verl.faults.responders`: healthy student and judge answers (scripted test doubles).
 - :mod:`~pearl_verl.faults.recording`: a backend wrapper recording each logical call.
 - :mod:`~pearl_verl.faults.drill`: the rollout + judge + advantage drill; :mod:`~pearl_verl.faults.checks`
-  what it must show; :mod:`~pearl_verl.faults.report` its numbers. ``python bench/bench_faults.py`` runs it.
+  what it must show; :mod:`~pearl_verl.faults.drill_report` its numbers. ``python bench/bench_faults.py`` runs it.
 
 Test doubles only: nothing here is used by a recipe or a training run.
 """

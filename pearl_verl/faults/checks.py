@@ -30,8 +30,8 @@ from pearl_verl.faults.drill import JUDGE_MODEL, DrillReport, drill_advantages
 from pearl_verl.faults.plan import TRANSPORT_FAULTS, FaultKind, Injection, fingerprint
 from pearl_verl.faults.recording import CallRecord
 from pearl_verl.faults.responders import expected_result
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, PLACEHOLDER
 from pearl_verl.judge.prompt import judge_messages, user_message
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, PLACEHOLDER
 
 Check = Callable[[DrillReport], list[str]]
 
@@ -71,7 +71,7 @@ def check_scored_or_flagged(report: DrillReport) -> list[str]:
             if failed_episode or row.get("error") is not None or wrong:
                 problems.append(f"{episode.id}: scored but failed={failed_episode}, error={row.get('error')!r}, "
                                 f"dimensions {wrong} differ from the judge's answer")
-            if row["completed"] != int(episode.record.completed and expected.gate == 1):
+            if row["completed"] != int(episode.record.ended_normally and expected.gate == 1):
                 problems.append(f"{episode.id}: completed={row['completed']} contradicts the episode and gate")
         elif row[JUDGE_OK_KEY] == 0:
             invented = [d for d in DIMENSIONS if row[d] != PLACEHOLDER]

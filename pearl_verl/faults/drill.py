@@ -4,7 +4,7 @@ One run (:func:`run_drill`), every stage through the package's real code paths:
 
 1. Rollout. ``groups x group_size`` episodes (problems from the shipped GSM8K and MathDial fixtures,
    one student condition per group, one student seed per member) through
-   :func:`pearl_verl.episode_runner.run_episode` with the scripted Socratic tutor and the PEARL
+   :func:`pearl_verl.dialogue.episode_runner.run_episode` with the scripted Socratic tutor and the PEARL
    student simulator, backend ``llm``, talking to a :class:`~pearl_verl.faults.server.FaultServer`
    whose healthy answers come from :func:`~pearl_verl.faults.responders.student_reply`. Each
    finished episode is appended to ``episodes.jsonl`` at once.
@@ -15,7 +15,7 @@ One run (:func:`run_drill`), every stage through the package's real code paths:
    :class:`~pearl_verl.judge.llm_judge.LLMJudge` from :func:`~pearl_verl.judge.config.build_judge`
    resumes the same output against a second faulty judge endpoint (so its request log covers this
    run only, which a :class:`~pearl_verl.faults.recording.RecordingBackend` also records).
-4. Advantage. The final rows go through :func:`pearl_verl.reward_fields.inputs_from_rows` and the
+4. Advantage. The final rows go through :func:`pearl_verl.advantage.inputs.inputs_from_rows` and the
    PEARL estimator with default settings, one group per problem and condition.
 
 :mod:`pearl_verl.faults.checks` then checks the report: the batch completed, each sample is scored
@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.advantage import AdvantageConfig
+from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.inputs import breakdown_from_inputs, inputs_from_rows
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import SourceItem, load_source
-from pearl_verl.episode import EpisodeRecord
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.episode import EpisodeRecord
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.errors import InputError
 from pearl_verl.faults.plan import FaultConfig, Injection
 from pearl_verl.faults.recording import CallRecord, RecordingBackend, tagged
@@ -52,7 +53,6 @@ from pearl_verl.judge.batch import BatchSummary, judge_file
 from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.llm.client import OpenAIChatClient
 from pearl_verl.llm.types import EndpointConfig
-from pearl_verl.reward_fields import breakdown_from_inputs, inputs_from_rows
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.types import StudentCondition

@@ -12,7 +12,7 @@ stopped; a line cut short by the kill is ignored and judged again.
 
 A malformed input line becomes an output line with ``judge_ok=0`` and its error; it never stops
 the run. An episode that ended in a tutor or student backend error is flagged the same way without
-a judge call (:func:`pearl_verl.judge.fields.should_judge`), and ``retry_failed`` leaves it alone:
+a judge call (:func:`pearl_verl.judge.reward_info.should_judge`), and ``retry_failed`` leaves it alone:
 no call could change it.
 """
 
@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
-from pearl_verl.episode import EpisodeRecord
 from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import drop_cut_tail, input_file, parse_line, read_appended
-from pearl_verl.judge.fields import not_judged_reason, reward_info, should_judge
+from pearl_verl.judge.reward_info import not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Observable features of a tutoring dialogue, for the offline heuristic judge.
 
 Everything here is computed from the text and the student state trace alone: numbers are
-compared with math-verify (:mod:`pearl_verl.answers`), never as strings. The features are crude
+compared with math-verify (:mod:`pearl_verl.dialogue.answers`), never as strings. The features are crude
 proxies of the rubric criteria; they exist so that tests and CPU runs have a deterministic judge,
 not to replace the LLM judge.
 """
@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pearl_verl.answers import answers_match, mentions_answer, numbers_in
-from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.dialogue.answers import answers_match, mentions_answer, numbers_in
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
 
 SUFFICIENT_ATTEMPTS = 3
 """Genuine student attempts after which a direct explanation is no longer leakage (paper: "after

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pearl_verl.episode import EpisodeRecord
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
 from pearl_verl.judge.prompt import judge_messages, judgement_schema

@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from pearl_verl.episode import EpisodeRecord
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.judge.features import DialogueFeatures, extract_features
 from pearl_verl.judge.rubric import RUBRIC, Rubric
@@ -41,7 +41,7 @@ def _ratio_level(value: float, good: float, fair: float) -> int:
 
 
 def _gate(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
-    complete = e.completed and f.solved
+    complete = e.ended_normally and f.solved
     why = f"session ended '{e.end_reason}', student {'reached' if f.solved else 'did not reach'} the answer"
     return int(complete), why
 
@@ -96,7 +96,7 @@ RULES: dict[str, Rule] = {
         f"{f.checked_wrong} of {f.wrong_attempts} wrong attempt(s) followed up",
     ),
     "complete.conclusion": lambda f, e: (
-        2 if f.solved and e.end_reason == "tutor_ended" and f.reflection else 1 if f.solved and e.completed else 0,
+        2 if f.solved and e.end_reason == "tutor_ended" and f.reflection else 1 if f.solved and e.ended_normally else 0,
         f"session ended '{e.end_reason}'" + (" with a wrap-up" if f.reflection else ""),
     ),
     "load.concise": lambda f, e: (_level(120, 60, f.mean_words), f"tutor messages average {f.mean_words:.0f} words"),

@@ -26,8 +26,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
+from pearl_verl.dialogue.episode import STUDENT, EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import STUDENT, EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.judge.rubric import RUBRIC, Rubric, render_rubric
 from pearl_verl.llm.types import Message

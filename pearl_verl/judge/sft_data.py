@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_objects
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
@@ -47,7 +47,7 @@ CONSISTENCY_RULES: tuple[tuple[str, str, Callable[[Raw, EpisodeRecord], bool]], 
     (
         "gate_on_cut_off",
         "complete.session_complete=1 for a session that was cut off or left without a solution",
-        lambda raw, episode: raw["complete.session_complete"] == 1 and not episode.completed,
+        lambda raw, episode: raw["complete.session_complete"] == 1 and not episode.ended_normally,
     ),
     (
         "conclusion_without_completion",

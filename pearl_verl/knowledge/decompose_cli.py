@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from pearl_verl.data.location import dataset_file
+    from pearl_verl.data.problem_files import load_problems
     from pearl_verl.knowledge.cache import DecompositionCache
     from pearl_verl.knowledge.curriculum import load_curriculum
     from pearl_verl.knowledge.decomposer import Decomposer
-    from pearl_verl.student.simulate import load_problems
 
     if bool(args.base_url) != bool(args.model):
         raise InputError("--base-url and --model go together (both for the LLM extractor, neither for the rules).")

@@ -19,6 +19,7 @@ import dataclasses
 import logging
 from collections import Counter
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum
@@ -33,7 +34,6 @@ from pearl_verl.knowledge.extract import (
     rule_decomposition,
 )
 from pearl_verl.llm.types import ChatBackend, LLMCallError, SamplingConfig
-from pearl_verl.problem import Problem
 
 logger = logging.getLogger(__name__)
 

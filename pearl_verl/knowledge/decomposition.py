@@ -22,9 +22,9 @@ from typing import Any
 
 import networkx as nx
 
+from pearl_verl.dialogue.problem import Problem, solution_steps
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
-from pearl_verl.problem import Problem, solution_steps
 
 DECOMPOSITION_SCHEMA = "pearl_verl.knowledge/decomposition@1"
 SOURCES: tuple[str, ...] = ("llm", "rules", "fallback")

@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from pearl_verl.episode import EpisodeRecord
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.episode import EpisodeRecord
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
-from pearl_verl.sample import PearlSample
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 from pearl_verl.sft.filters import FilterConfig, drop_reason
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import TUTOR, EpisodeRecord
 from pearl_verl.eval.stats import mean_ci
 from pearl_verl.judge.features import asks_to_recheck, extract_features
-from pearl_verl.local.report import append_metrics, read_metrics
+from pearl_verl.local.run_outputs import append_metrics, read_metrics
 
 OBSERVABLES: dict[str, str] = {
     "rechecks": "tutor turns that send the student back to re-check a step",
@@ -89,7 +89,7 @@ class HeldOut:
             "eval/reward/seed_means": self.seed_means,
             "eval/seeds": self.seeds,
             "eval/dialogues": len(self.rewards),
-            "eval/completed_rate": statistics.fmean(e.completed for e in self.episodes),
+            "eval/ended_normally_rate": statistics.fmean(e.ended_normally for e in self.episodes),
             "eval/tutor_turns/mean": statistics.fmean(e.tutor_turns for e in self.episodes),
         }
         out.update({f"eval/dim/{d}": _mean(values) for d, values in self.dims.items()})

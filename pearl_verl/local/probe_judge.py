@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import time
 
+from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.judge.types import JudgeResult
 

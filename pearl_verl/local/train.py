@@ -24,13 +24,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from pearl_verl.advantage.failure_guard import failure_cause_metrics
+from pearl_verl.advantage.metrics import fallback_counts, student_fallback_metrics
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
-from pearl_verl.episode import EpisodeRecord
-from pearl_verl.episode_runner import EpisodeLimits
+from pearl_verl.dialogue.episode import EpisodeRecord
+from pearl_verl.dialogue.episode_runner import EpisodeLimits
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
-from pearl_verl.failure_guard import failure_cause_metrics
-from pearl_verl.judge.fields import reward_info, reward_score, should_judge
+from pearl_verl.judge.reward_info import reward_info, reward_score, should_judge
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.local.config import LOCAL_PROBLEMS, PROBES, LocalTrainConfig
 from pearl_verl.local.heldout import HeldOut
@@ -43,8 +45,6 @@ from pearl_verl.local.runtime import (
     policy_state_dict,
     setup_process,
 )
-from pearl_verl.metrics import fallback_counts, student_fallback_metrics
-from pearl_verl.sample import PearlSample
 
 logger = logging.getLogger(__name__)
 
@@ -360,9 +360,9 @@ def run_training(
     """
     from tqdm import tqdm
 
-    from pearl_verl.failure_guard import FailureGuard, TrainingStalled
+    from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled
     from pearl_verl.local.heldout import append_heldout, read_heldout
-    from pearl_verl.local.report import append_metrics, plot_curves, read_metrics
+    from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics
     from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 
     trainer = LocalTrainer(config, judge=judge)

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
-from pearl_verl.episode import EpisodeRecord
 from pearl_verl.sft.filters import (
     DROP_REASONS,
     FilterConfig,

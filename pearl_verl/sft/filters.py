@@ -48,12 +48,12 @@ from typing import Any
 
 import sympy
 
-from pearl_verl.answers import numbers_in
+from pearl_verl.dialogue.answers import numbers_in
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import COMPLETED_KEY, JUDGE_OK_KEY
-from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, reward_score
-from pearl_verl.problem import Problem
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, reward_score
 from pearl_verl.student.reading import same_answer, stated_answer
 
 DROP_REASONS: tuple[str, ...] = (
@@ -191,7 +191,7 @@ def drop_reason(
 
     Args:
         episode: the dialogue.
-        judge_info: the judge's reward fields (:func:`pearl_verl.judge.fields.reward_info`), or
+        judge_info: the judge's reward fields (:func:`pearl_verl.judge.reward_info.reward_info`), or
             None when no judge ran.
         config: filter settings.
         n_tokens: the rendered chat's token count, when a tokenizer was given.
@@ -199,7 +199,7 @@ def drop_reason(
     """
     if episode.end_reason in FAILED_EPISODE_REASONS:
         return "backend_failure"
-    if not episode.completed:
+    if not episode.ended_normally:
         return "incomplete"
     tutor_texts = [t.text for t in episode.turns if t.role == TUTOR]
     if len(tutor_texts) < config.min_tutor_turns:

@@ -158,7 +158,7 @@ def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple
     """Run the jobs that are not recorded yet; (run counters, the teacher)."""
     import asyncio
 
-    from pearl_verl.episode_runner import EpisodeLimits
+    from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.sft.generate import generate
 
     tutor, simulator, judge = build_teacher(args), build_student(args), build_gate_judge(args)

@@ -2,7 +2,7 @@
 
 A teacher model (any OpenAI-compatible endpoint, wrapped in :class:`~pearl_verl.tutor.policy.ChatTutor`;
 DeepSeek-V3.2 in the paper) tutors the simulated student of each prepared row through
-:func:`pearl_verl.episode_runner.run_episode`, the episode code the RL agent loop runs, so SFT
+:func:`pearl_verl.dialogue.episode_runner.run_episode`, the episode code the RL agent loop runs, so SFT
 dialogues follow the same turn-taking, stopping rules and prompts as training.
 
 Jobs: every prepared row (problem, student condition, opening) times ``samples_per_row``; a job's
@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.episode import STUDENT, DialogueTurn, EpisodeRecord
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.episode import STUDENT, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import end_with_newline
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS, reward_info, should_judge
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, reward_info, should_judge
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.types import LLMCallError
-from pearl_verl.sample import PearlSample
 from pearl_verl.sft.dataset import read_records
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy

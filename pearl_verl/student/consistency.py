@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from pearl_verl.answers import last_boxed, numbers_in
-from pearl_verl.problem import Problem
+from pearl_verl.dialogue.answers import last_boxed, numbers_in
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.student.planner import Plan, to_number
 from pearl_verl.student.reading import ANSWER_IS, states_correct_answer
 from pearl_verl.student.taxonomy import ATTEMPT_DEFINITIONS, BEHAVIOUR_DEFINITIONS, BEHAVIOURS

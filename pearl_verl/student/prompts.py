@@ -13,16 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pearl_verl.episode import STUDENT, DialogueTurn
+from pearl_verl.dialogue.episode import STUDENT, DialogueTurn
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
 from pearl_verl.knowledge.extract import parse_json_object
 from pearl_verl.llm.types import Message
-from pearl_verl.problem import Problem
 from pearl_verl.student.mastery import mastery_band
+from pearl_verl.student.offline_realiser import setup_of
 from pearl_verl.student.planner import Plan
-from pearl_verl.student.realiser import setup_of
 from pearl_verl.student.taxonomy import ATTEMPT_DEFINITIONS, BEHAVIOUR_DEFINITIONS, BEHAVIOURS, taxonomy_table
 from pearl_verl.student.types import TRAITS, CognitiveProfile
 

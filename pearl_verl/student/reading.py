@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pearl_verl.answers import answers_match, last_boxed, numbers_in
+from pearl_verl.dialogue.answers import answers_match, last_boxed, numbers_in
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
-from pearl_verl.problem import Problem
 
 _PRAISE = re.compile(
     r"\b(yes|right|correct|exactly|well done|great|good (job|work|thinking|start)|nice work|perfect|excellent|"

@@ -1,7 +1,7 @@
 """Simulation runs: problems from files, student conditions by ability, episodes, per-turn rows, summaries.
 
 Used by ``pearl-verl simulate`` and by the controllability and diversity tests. Every dialogue runs
-through :func:`pearl_verl.episode_runner.run_episode`, exactly as in training and evaluation.
+through :func:`pearl_verl.dialogue.episode_runner.run_episode`, exactly as in training and evaluation.
 """
 
 from __future__ import annotations
@@ -12,17 +12,12 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
-from pathlib import Path
 from typing import Any
 
-from pearl_verl.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed
-from pearl_verl.data.sources import SourceError, file_records
-from pearl_verl.episode import STUDENT, TUTOR, EpisodeRecord
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.data.problem_files import SimulationItem
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.errors import InputError
-from pearl_verl.problem import Problem
-from pearl_verl.sample import EXTRA_INFO_KEY, PearlSample
 from pearl_verl.student.diversity import LabelledTurn
 from pearl_verl.student.types import ABILITY_LEVELS, CognitiveProfile, StudentCondition, StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
@@ -32,86 +27,6 @@ ABILITY_CHOICES: tuple[str, ...] = (*ABILITY_LEVELS, "mixed", "all")
 ``all``: every problem once per band (the controllability protocol)."""
 
 ALL_PROFILES: tuple[CognitiveProfile, ...] = tuple(CognitiveProfile(*v) for v in itertools.product((1, 2, 3), repeat=5))
-
-
-@dataclass(frozen=True)
-class SimulationItem:
-    """One problem to simulate, with the misconception its source provides (MathDial), if any."""
-
-    problem: Problem
-    misconception: str | None = None
-
-
-def problem_from_row(row: Mapping[str, Any], index: int, stem: str) -> SimulationItem:
-    """A problem from one row of a supported file.
-
-    Supported rows: pearl_verl ``Problem`` dicts; GSM8K (``question``, ``answer`` with ``####``);
-    MATH (``problem``, ``solution``, ``answer`` or a ``\\boxed{}`` solution); MathDial (``question``,
-    ``ground_truth``, ``student_incorrect_solution``); ``pearl-verl prepare-data`` rows (``extra_info.pearl``);
-    verl rows with ``extra_info.problem``.
-
-    Raises:
-        InputError: for a row of none of these shapes (its keys are listed).
-    """
-    extra = row.get("extra_info")
-    if isinstance(extra, Mapping) and EXTRA_INFO_KEY in extra:
-        sample = PearlSample.from_row(extra, row.get("prompt"))
-        return SimulationItem(sample.problem, sample.condition.misconception)
-    if isinstance(extra, Mapping) and isinstance(extra.get("problem"), Mapping):
-        return SimulationItem(Problem.from_dict(extra["problem"]))
-    if {"problem_id", "question", "answer"} <= set(row):
-        return SimulationItem(Problem.from_dict({k: row[k] for k in row if k in Problem.__dataclass_fields__}))
-    pid = f"{stem}-{index:04d}"
-    if {"question", "ground_truth"} <= set(row):
-        truth = str(row["ground_truth"])
-        answer = gsm8k_final_answer(truth) if "####" in truth else truth.strip().splitlines()[-1]
-        qid = row.get("qid")
-        return SimulationItem(
-            Problem(
-                f"mathdial-{qid}" if qid is not None else pid,
-                row["question"],
-                gsm8k_rationale(truth),
-                answer,
-                "mathdial",
-            ),
-            row.get("student_incorrect_solution"),
-        )
-    if {"question", "answer"} <= set(row) and "####" in str(row["answer"]):
-        answer = str(row["answer"])
-        return SimulationItem(
-            Problem(pid, row["question"], gsm8k_rationale(answer), gsm8k_final_answer(answer), "gsm8k")
-        )
-    if {"problem", "solution"} <= set(row):
-        answer = row.get("answer") or last_boxed(str(row["solution"]))
-        if answer:
-            return SimulationItem(Problem(pid, row["problem"], row["solution"], str(answer), "math"))
-    raise InputError(
-        f"keys {sorted(row)} match no problem format; expected a Problem dict, GSM8K (question, answer with ####), "
-        "MATH (problem, solution[, answer]), MathDial (question, ground_truth) or verl extra_info.problem."
-    )
-
-
-def load_problems(path: str | Path, limit: int | None = None) -> list[SimulationItem]:
-    """Problems from a ``.jsonl`` (one object per line), ``.json`` (a list) or ``.parquet`` file.
-
-    Raises:
-        InputError: ``FILE:LINE: ...`` (``FILE: row N`` for JSON lists and parquet) for the first
-            row that is unreadable or of no supported shape, or for a path that is no such file.
-    """
-    path = Path(path)
-    stem = f"{path.parent.name}-{path.stem}" if path.parent.name else path.stem
-    where = "line" if path.suffix == ".jsonl" else "row"
-    items = []
-    for index, (number, row) in enumerate(islice(file_records(path), limit)):
-        if isinstance(row, SourceError):
-            raise row
-        try:
-            items.append(problem_from_row(row, index, stem))
-        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
-            prefix = f"{path}:{number}" if where == "line" else f"{path}: row {number}"
-            reason = f"field {exc} is missing" if isinstance(exc, KeyError) else str(exc)
-            raise InputError(f"{prefix}: {reason}") from None
-    return items
 
 
 def sample_profile(ability: str, rng: random.Random) -> CognitiveProfile:

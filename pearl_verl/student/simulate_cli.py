@@ -90,9 +90,10 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pearl_verl.data.location import dataset_file
-    from pearl_verl.episode_runner import EpisodeLimits
+    from pearl_verl.data.problem_files import load_problems
+    from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.student.factory import build_simulator
-    from pearl_verl.student.simulate import load_problems, make_jobs, run_jobs, turn_rows
+    from pearl_verl.student.simulate import make_jobs, run_jobs, turn_rows
     from pearl_verl.student.turn_output import RESUME_SETTINGS, TurnOutput
 
     if args.concurrency < 1:
@@ -203,7 +204,7 @@ def _shares(shares: dict[str, float]) -> str:
 
 def failed_run(summary: dict[str, Any]) -> str | None:
     """Why a run produced nothing usable (every dialogue failed, or every reply fell back), or None."""
-    from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
+    from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 
     reasons = summary["end_reasons"]
     if summary["dialogues"] and all(reason in FAILED_EPISODE_REASONS for reason in reasons):

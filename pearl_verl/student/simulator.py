@@ -26,19 +26,20 @@ from dataclasses import replace
 from enum import Enum, auto
 from typing import TypeVar
 
-from pearl_verl.answers import answers_match, numbers_in
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.dialogue.answers import answers_match, numbers_in
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum, load_curriculum
 from pearl_verl.knowledge.decomposer import Decomposer
 from pearl_verl.knowledge.decomposition import Decomposition
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message
-from pearl_verl.problem import Problem
 from pearl_verl.student import mastery as mastery_rules
 from pearl_verl.student import prompts
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.consistency import check_message, clean_message
+from pearl_verl.student.offline_realiser import minimal_message, opening_text, realise
 from pearl_verl.student.planner import (
     Mind,
     Plan,
@@ -50,7 +51,6 @@ from pearl_verl.student.planner import (
     special_turn,
 )
 from pearl_verl.student.reading import TutorMove, read_tutor, states_correct_answer
-from pearl_verl.student.realiser import minimal_message, opening_text, realise
 from pearl_verl.student.taxonomy import ordered_labels
 from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
-from pearl_verl.problem import Problem
 
 TRAITS: tuple[str, ...] = ("activeness", "perseverance", "comprehension", "expressiveness", "attention")
 """The paper's five-trait cognitive profile c; each trait is 1 (low), 2 (medium) or 3 (high)."""

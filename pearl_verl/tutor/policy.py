@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from pearl_verl.episode import DialogueTurn
+from pearl_verl.dialogue.episode import DialogueTurn
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.llm.types import ChatBackend, SamplingConfig
-from pearl_verl.problem import Problem
 from pearl_verl.tutor.prompts import tutor_messages
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pearl_verl.episode import TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode import TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.llm.types import Message
-from pearl_verl.problem import Problem
 
 END_MARKER = "[END_OF_SESSION]"
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pearl_verl.answers import answers_match, numbers_in
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn
-from pearl_verl.problem import Problem, solution_steps
+from pearl_verl.dialogue.answers import answers_match, numbers_in
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.dialogue.problem import Problem, solution_steps
 from pearl_verl.tutor.prompts import END_MARKER
 
 _RESULT_AFTER_EQUALS = re.compile(r"=\s*\$?-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")

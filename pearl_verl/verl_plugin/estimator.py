@@ -26,11 +26,11 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo import core_algos
 from verl.trainer.ppo.core_algos import register_adv_est
 
-from pearl_verl.advantage import AdvantageConfig
+from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.inputs import PearlInputs, breakdown_from_inputs, inputs_from_rows
+from pearl_verl.advantage.metrics import advantage_metrics
 from pearl_verl.config import PearlConfig, load_pearl_config
 from pearl_verl.errors import InputError
-from pearl_verl.metrics import advantage_metrics
-from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs, inputs_from_rows
 from pearl_verl.verl_plugin.compat import config_root
 
 logger = logging.getLogger(__name__)

@@ -23,10 +23,10 @@ from typing import Any
 from verl.protocol import DataProto
 from verl.trainer.ppo import core_algos, ray_trainer
 
+from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
+from pearl_verl.advantage.inputs import inputs_from_columns
+from pearl_verl.advantage.metrics import FALLBACK_FIELDS, student_fallback_metrics
 from pearl_verl.config import PearlConfig
-from pearl_verl.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
-from pearl_verl.metrics import FALLBACK_FIELDS, student_fallback_metrics
-from pearl_verl.reward_fields import inputs_from_columns
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 

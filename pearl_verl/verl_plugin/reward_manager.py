@@ -10,7 +10,7 @@ Each sample's episode arrives from the ``pearl_tutor`` agent loop as
 ``non_tensor_batch["tool_extra_fields"][i]["pearl_episode"]`` (an ``EpisodeRecord.to_dict()``);
 the manager never decodes tokens. It returns ``reward_score`` (the uniform mean of the 8
 dimensions) and ``reward_extra_info`` with always the same keys
-(:data:`pearl_verl.judge.fields.REWARD_INFO_KEYS`). A row without an episode, or a judgement that
+(:data:`pearl_verl.judge.reward_info.REWARD_INFO_KEYS`). A row without an episode, or a judgement that
 failed, yields ``judge_ok=0`` with placeholder values that the PEARL estimator excludes; the
 manager never raises for one bad sample.
 
@@ -29,9 +29,9 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-from pearl_verl.episode import EpisodeRecord
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.judge.config import JudgeConfig, build_judge, judge_config_from_mapping
-from pearl_verl.judge.fields import reward_info, reward_score, should_judge
+from pearl_verl.judge.reward_info import reward_info, reward_score, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
 

@@ -12,7 +12,7 @@ import logging
 import os
 from typing import Any
 
-from pearl_verl.failure_guard import TrainingStalled
+from pearl_verl.advantage.failure_guard import TrainingStalled
 
 logger = logging.getLogger(__name__)
 

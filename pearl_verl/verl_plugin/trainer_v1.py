@@ -30,9 +30,9 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
+from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
+from pearl_verl.advantage.metrics import student_fallback_metrics
 from pearl_verl.errors import InputError
-from pearl_verl.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
-from pearl_verl.metrics import student_fallback_metrics
 from pearl_verl.verl_plugin.compat import check_v1_advantage_step, split_row_key
 from pearl_verl.verl_plugin.estimator import (
     accepts_pearl_inputs,

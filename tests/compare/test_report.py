@@ -7,7 +7,7 @@ import pytest
 
 from pearl_verl.cli import main
 from pearl_verl.compare.pairs import read_pairs
-from pearl_verl.compare.report import build_report, comparisons, export_rows, majority, preference_rows
+from pearl_verl.compare.tables import build_report, comparisons, export_rows, majority, preference_rows
 from pearl_verl.eval.rm import read_pairs as read_rm_pairs
 from pearl_verl.eval.stats import t_quantile
 

@@ -7,7 +7,6 @@ from collections import Counter
 
 import pytest
 
-from pearl_verl.answers import answers_match, last_boxed
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.location import data_dir
 from pearl_verl.data.prepare import (
@@ -21,7 +20,8 @@ from pearl_verl.data.prepare import (
     write_rows,
 )
 from pearl_verl.data.sources import FIXTURES
-from pearl_verl.sample import PearlSample
+from pearl_verl.dialogue.answers import answers_match, last_boxed
+from pearl_verl.dialogue.sample import PearlSample
 
 DATA = data_dir()
 GSM8K_TEST, MATH500 = DATA / "gsm8k" / "test.jsonl", DATA / "math500" / "test.jsonl"

@@ -8,9 +8,9 @@ import pytest
 
 from pearl_verl import cli
 from pearl_verl.data.prepare_cli import SUMMARY_NAME, parse_ability_mix
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.llm.local_server import LocalChatServer
-from pearl_verl.sample import PearlSample
 
 MODULE = "pearl_verl.data.prepare_cli"
 

@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from pearl_verl.answers import answers_match
-from pearl_verl.data.sources import SourceError, load_source
-
 from pearl_verl.data.location import data_dir
+from pearl_verl.data.sources import SourceError, load_source
+from pearl_verl.dialogue.answers import answers_match
 
 DATA = data_dir()
 FIXTURES = Path(__file__).resolve().parents[2] / "pearl_verl" / "resources" / "data"

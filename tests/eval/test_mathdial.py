@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from pearl_verl.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.eval.mathdial import Indices, curves, episode_indices, human_indices
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition
 
 PROBLEM = Problem("p", "What is 2 + 4?", "2 + 4 = 6", "6", "mathdial")

@@ -2,6 +2,7 @@
 
 import pytest
 
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.eval.protocol import (
     EvalProtocol,
     Manifest,
@@ -11,7 +12,6 @@ from pearl_verl.eval.protocol import (
     resolve_manifest,
     write_manifest,
 )
-from pearl_verl.sample import PearlSample
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pearl_verl.episode import EpisodeRecord
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.eval.rm import (
     PairwiseScorer,
     ScalarScorer,

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from pearl_verl.episode import DialogueTurn
+from pearl_verl.dialogue.episode import DialogueTurn
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.eval.tutors import InstructedChatTutor, build_tutor, parse_tutor_spec
 from pearl_verl.llm.scripted import ScriptedChatBackend
 from pearl_verl.llm.types import SamplingConfig
-from pearl_verl.problem import Problem
 from pearl_verl.tutor.policy import ChatTutor
 from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
 

@@ -10,13 +10,13 @@ import json
 
 import pytest
 
+from pearl_verl.dialogue.episode import END_REASONS
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import END_REASONS
 from pearl_verl.faults import checks
 from pearl_verl.faults.drill import DrillConfig, run_drill
+from pearl_verl.faults.drill_report import markdown, summarize
 from pearl_verl.faults.plan import FAULT_KINDS, Injection
 from pearl_verl.faults.recording import CallRecord
-from pearl_verl.faults.report import markdown, summarize
 
 CONFIG = DrillConfig(groups=64, group_size=8, fault_rate=0.2, seed=0)
 

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.faults.checks import predict_call
 from pearl_verl.faults.plan import FaultConfig, FaultKind, request_fingerprint
 from pearl_verl.faults.recording import RecordingBackend, tagged
@@ -16,7 +17,6 @@ from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import judge_messages
 from pearl_verl.llm import EndpointConfig, LLMCallError, OpenAIChatClient, SamplingConfig
-from pearl_verl.problem import Problem
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.prompts import parse_planner
@@ -169,7 +169,7 @@ def test_the_judge_reports_the_healthy_judgement_over_http():
 
 
 def _episode_record():
-    from pearl_verl.episode import DialogueTurn, EpisodeRecord
+    from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
     from pearl_verl.student.types import StudentTurnState
 
     turns = tuple(

@@ -21,7 +21,7 @@ import methods  # noqa: E402
 import report  # noqa: E402
 import train  # noqa: E402
 
-from pearl_verl.advantage import compute_pearl_advantage  # noqa: E402
+from pearl_verl.advantage.estimator import compute_pearl_advantage  # noqa: E402
 
 COMMITTED = ROOT / "docs" / "experiments" / "synthetic_multiobjective"
 

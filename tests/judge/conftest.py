@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import DialogueTurn, EpisodeRecord
 from pearl_verl.judge.rubric import RUBRIC
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState
 
 PROBLEM = Problem(

@@ -11,8 +11,8 @@ from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
 from pearl_verl.judge import judge_cli
 from pearl_verl.judge.batch import done_ids, judge_file
-from pearl_verl.judge.fields import REWARD_INFO_KEYS
 from pearl_verl.judge.offline import HeuristicJudge
+from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 
 

@@ -6,7 +6,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pearl_verl.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
 from pearl_verl.judge.llm_judge import LLMJudge
 from pearl_verl.judge.prompt import (
     dialogue_block,

@@ -2,6 +2,7 @@
 
 import pytest
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.decomposition import (
     DecompositionError,
@@ -11,7 +12,6 @@ from pearl_verl.knowledge.decomposition import (
     step_result,
 )
 from pearl_verl.knowledge.extract import DEFAULT_UNIT, rule_decomposition
-from pearl_verl.problem import Problem
 
 CURRICULUM = load_curriculum()
 EGGS = Problem(

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.decomposition import DecompositionError
 from pearl_verl.knowledge.extract import extraction_messages, parse_extraction, parse_json_object
-from pearl_verl.problem import Problem
 
 CURRICULUM = load_curriculum()
 PROBLEM = Problem(

@@ -7,10 +7,10 @@ import pytest
 
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import load_source
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
-from pearl_verl.episode_runner import EpisodeLimits
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode_runner import EpisodeLimits
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.local.cold_start import keep_for_pool, keep_for_sft, teacher_dialogues, write_sft_parquet
-from pearl_verl.sample import PearlSample
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.tutor.prompts import END_MARKER
@@ -40,7 +40,7 @@ def test_teacher_dialogues_become_verl_sft_rows_that_train_only_the_tutor(tmp_pa
     assert [e.turns for e in again] == [e.turns for e in episodes]  # seeded: reproducible runs
 
     kept = keep_for_sft(episodes)
-    assert kept and all(e.completed for e in kept)
+    assert kept and all(e.ended_normally for e in kept)
     path = write_sft_parquet(kept, tmp_path / "sft.parquet")
 
     tokenizer = build_offline_tokenizer(tmp_path / "tok")
@@ -77,7 +77,7 @@ def test_a_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues(pool, s
     assert openings[:styles] == openings[styles:]  # teachers in turn, the same order for every problem
     assert any("wrong" in text for text in openings) == (pool == "mixed-blame")  # the default pool never blames
     kept = keep_for_pool(episodes, pool)
-    assert kept == episodes and any(not e.completed for e in kept)  # unfinished styles stay: RL must tell them apart
+    assert kept == episodes and any(not e.ended_normally for e in kept)  # unfinished styles stay: RL must tell them apart
     failed = EpisodeRecord(samples[0].problem, samples[0].condition, episodes[0].turns, (), "student_error")
     assert keep_for_pool([failed, episodes[0]], pool) == [episodes[0]]  # failed backends never become SFT data
     with pytest.raises(ValueError, match="unknown-pool|not one of"):

@@ -4,10 +4,10 @@ import math
 
 import pytest
 
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.local.heldout import HeldOut, append_heldout, observables, read_heldout, summary, write_dialogues
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 PROBLEM = Problem("p", "Tom has 2 apples and buys 3 more. How many apples does he have?", "2 + 3 = 5", "5")

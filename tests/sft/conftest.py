@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from pearl_verl.data.prepare import PrepareConfig, SourceSpec, build_rows, write_rows
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.llm.local_server import LocalChatServer, Reply
-from pearl_verl.problem import Problem
 from pearl_verl.sft import gen_cli
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 

@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
-from pearl_verl.problem import Problem
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.sft.dataset import build_sft, read_records, sft_messages, write_sft
 from pearl_verl.sft.filters import DROP_REASONS, FilterConfig
 from pearl_verl.student.types import StudentCondition, StudentTurnState

@@ -5,10 +5,10 @@ import random
 
 import pytest
 
-from pearl_verl.answers import numbers_in
 from pearl_verl.data.location import data_dir
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
-from pearl_verl.problem import Problem
+from pearl_verl.dialogue.answers import numbers_in
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.sft.filters import (
     FilterConfig,
     balance_turns,

@@ -3,7 +3,7 @@
 import pytest
 
 from pearl_verl.data import location
-from pearl_verl.student.simulate import load_problems
+from pearl_verl.data.problem_files import load_problems
 
 DATA = location.data_dir()
 

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.llm import LLMCallError
 from pearl_verl.llm.scripted import ScriptedChatBackend
 from pearl_verl.student.baselines import SOCRATICLM_TYPES, MathDialStudentSimulator, SocraticLMStudentSimulator
@@ -107,10 +107,10 @@ def test_the_mathdial_wrong_solution_never_states_the_correct_answer(data_dir):
     # 31 of GSM8K's 1,319 test solutions kept it before: "=$70,000" where the result was written 70000
     import re
 
+    from pearl_verl.data.problem_files import load_problems
     from pearl_verl.knowledge.decomposition import reference_steps
     from pearl_verl.student.planner import to_number
     from pearl_verl.student.reading import states_correct_answer
-    from pearl_verl.student.simulate import load_problems
 
     result_is = re.compile(r"=\s*\$?\s*(-?[\d,]*\.?\d+)")
     problems = [item.problem for item in load_problems(data_dir / "gsm8k" / "test.jsonl")]

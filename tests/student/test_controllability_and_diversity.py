@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import json
 
-from pearl_verl.episode_runner import EpisodeLimits
+from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.student import simulate_cli
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.simulate import by_ability, make_jobs, run_jobs

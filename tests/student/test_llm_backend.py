@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pearl_verl.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.llm import EndpointConfig, LLMCallError, OpenAIChatClient
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 from pearl_verl.llm.scripted import ScriptedChatBackend
@@ -133,7 +133,7 @@ def test_planner_replies_are_parsed_strictly_retried_and_fall_back(gsm8k_items):
 
     strict = build_simulator(StudentConfig(**LLM, on_parse_failure="raise"), scripted(planner=lambda m: "nope"))
     episode, _ = _episode(strict, problem)
-    assert episode.end_reason == "student_error" and not episode.completed
+    assert episode.end_reason == "student_error" and not episode.ended_normally
 
 
 def test_llm_labels_are_made_consistent_with_the_drawn_attempt(gsm8k_items):

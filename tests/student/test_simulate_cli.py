@@ -6,8 +6,9 @@ import json
 import pandas as pd
 import pytest
 
+from pearl_verl.data.problem_files import load_problems, problem_from_row
 from pearl_verl.student import simulate_cli
-from pearl_verl.student.simulate import load_problems, make_jobs, problem_from_row, sample_profile
+from pearl_verl.student.simulate import make_jobs, sample_profile
 
 
 def _run(*argv):

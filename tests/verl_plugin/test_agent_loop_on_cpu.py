@@ -11,10 +11,10 @@ import pytest
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 from verl.workers.rollout.replica import TokenOutput
 
+from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.llm import LLMCallError
 from pearl_verl.local.tiny_models import build_offline_tokenizer
-from pearl_verl.problem import Problem
-from pearl_verl.sample import PearlSample
 from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.tutor.prompts import END_MARKER, tutor_system_prompt
 from pearl_verl.verl_plugin import agent_loop as agent_loop_module
@@ -237,7 +237,7 @@ def test_failures_end_flagged_with_valid_output(verl_config, tokenizer, monkeypa
 
     out = asyncio.run(run())
     record = episode_from_extra_fields(out.extra_fields)
-    assert record.end_reason == reason and out.extra_fields["pearl_completed"] == 0
+    assert record.end_reason == reason and out.extra_fields["pearl_ended_normally"] == 0
     assert len(out.response_ids) >= 1 and len(out.response_ids) == len(out.response_mask)
     assert out.extra_fields["min_global_steps"] == 3 == out.extra_fields["max_global_steps"]
 

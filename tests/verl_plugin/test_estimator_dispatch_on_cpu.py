@@ -8,8 +8,8 @@ from verl.protocol import DataProto
 from verl.trainer.ppo import core_algos
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
-from pearl_verl.advantage import AdvantageConfig
-from pearl_verl.reward_fields import PearlInputs
+from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.inputs import PearlInputs
 from pearl_verl.verl_plugin.estimator import compute_pearl_outcome_advantage, settings_from_algorithm_config
 
 

@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 from verl.protocol import DataProto
 from verl.trainer.ppo import ray_trainer
 
-from pearl_verl.advantage import compute_pearl_advantage
+from pearl_verl.advantage.estimator import compute_pearl_advantage
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin import legacy
 from pearl_verl.verl_plugin.main_ppo import PearlLegacyTaskRunner
@@ -99,7 +99,7 @@ def test_legacy_task_runner_runs_verls_trainer_inside_the_hook(monkeypatch):
 
 
 def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monkeypatch):
-    from pearl_verl.failure_guard import TrainingStalled
+    from pearl_verl.advantage.failure_guard import TrainingStalled
 
     updated, saved = [], []
     monkeypatch.setattr(ray_trainer.RayPPOTrainer, "_update_actor", lambda self, _: updated.append(self.global_steps))

@@ -13,7 +13,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopO
 from verl.trainer.ppo import core_algos
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
-from pearl_verl.advantage import compute_pearl_advantage
+from pearl_verl.advantage.estimator import compute_pearl_advantage
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.compat import VerlCouplingError
 from pearl_verl.verl_plugin.trainer_v1 import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
@@ -215,7 +215,7 @@ def _run_steps(trainer, tq, steps, partition, verl_saves=()):
 def test_pearl_sync_stops_after_the_kth_failing_steps_update_with_that_step_saved(
     transfer_queue, verl_config, monkeypatch
 ):
-    from pearl_verl.failure_guard import TrainingStalled
+    from pearl_verl.advantage.failure_guard import TrainingStalled
 
     calls = _stub_verl_step_end(monkeypatch)
     # SESSIONS flag one dialogue in 8 (failure rate 0.125, a student_error): above 0.1, so every step fails

@@ -13,9 +13,9 @@ from __future__ import annotations
 import random
 import re
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.decomposition import reference_steps, step_result
 from pearl_verl.llm.types import ChatBackend
-from pearl_verl.problem import Problem
 from pearl_verl.student.baselines.roleplay import RolePlaySession, backend_for, opening_message
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.planner import format_number, to_number

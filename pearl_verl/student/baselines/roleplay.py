@@ -12,11 +12,11 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from pearl_verl.answers import numbers_in
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.dialogue.answers import numbers_in
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.decomposition import reference_steps, step_result
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message
-from pearl_verl.problem import Problem
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.consistency import clean_message, role_issues
 from pearl_verl.student.planner import to_number

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.llm.types import ChatBackend
-from pearl_verl.problem import Problem
 from pearl_verl.student.baselines.roleplay import RolePlaySession, backend_for, opening_message
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.types import StudentCondition

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from pearl_verl.advantage import AdvantageConfig, group_ids, group_key
+from pearl_verl.advantage.estimator import AdvantageConfig, group_ids, group_key
+from pearl_verl.advantage.inputs import inputs_from_rows
 from pearl_verl.cli import main
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.reward_fields import inputs_from_rows
 
 # One uid of each form, and the key each must get: the text of the uid.
 FORMS = [
@@ -110,7 +110,7 @@ def test_none_nan_flags_and_containers_are_rejected_naming_the_row(index, row, w
 
 
 def test_the_estimator_rejects_a_none_uid_naming_the_row():
-    from pearl_verl.advantage import compute_pearl_advantage
+    from pearl_verl.advantage.estimator import compute_pearl_advantage
 
     with pytest.raises(ValueError, match=r"^index\[1\] is None"):
         compute_pearl_advantage(torch.tensor([[0.5], [0.7]]), [1, 1], [True, True], np.array(["q", None], dtype=object))

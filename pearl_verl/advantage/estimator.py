@@ -117,7 +117,8 @@ def compute_pearl_advantage(
         dim_scores: (bs, K) scores in [0, 1], each the mean of a dimension's completion-gated
             criterion scores. Rows with ``valid=False`` are ignored and may hold NaN.
         num_turns: (bs,) number of tutor turns N_i (non-negative).
-        completed: (bs,) bool, whether the episode ended normally; only completed members set N_min.
+        completed: (bs,) bool, whether the dialogue completed (the reward field ``completed``: ended
+            normally with the judge's completion gate open); only completed members set N_min.
         index: (bs,) group ids (verl's ``uid``): a list, numpy array (object or numeric) or tensor;
             rows share a group when their uids share a :func:`group_key`.
         gamma: turn-count decay in (0, 1]; 1.0 disables the turn penalty.

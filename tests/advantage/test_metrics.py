@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from pearl_verl.advantage import compute_pearl_advantage_breakdown
-from pearl_verl.metrics import advantage_metrics
-from pearl_verl.reward_fields import PearlInputs
+from pearl_verl.advantage.estimator import compute_pearl_advantage_breakdown
+from pearl_verl.advantage.inputs import PearlInputs
+from pearl_verl.advantage.metrics import advantage_metrics
 
 
 def _inputs(valid, padding=None):
@@ -51,7 +51,7 @@ def test_no_scored_sample_reports_only_counts():
 
 
 def test_student_fallback_rate_counts_replies_whose_labels_or_message_fell_back():
-    from pearl_verl.metrics import FALLBACK_RATE_KEY, fallback_counts, student_fallback_metrics
+    from pearl_verl.advantage.metrics import FALLBACK_RATE_KEY, fallback_counts, student_fallback_metrics
     from pearl_verl.student.types import StudentTurnState
 
     def state(plan, reply):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, compute_pearl_advantage_breakdown
+from pearl_verl.advantage.estimator import AdvantageBreakdown, AdvantageConfig, compute_pearl_advantage_breakdown
 from pearl_verl.dims import COMPLETED_KEY, JUDGE_OK_KEY, TUTOR_TURNS_KEY
 from pearl_verl.errors import InputError
 

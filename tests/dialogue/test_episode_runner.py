@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
-from pearl_verl.episode import STUDENT, TUTOR
-from pearl_verl.episode_runner import EpisodeLimits, TutorReply, policy_step, run_episode
+from pearl_verl.dialogue.episode import STUDENT, TUTOR
+from pearl_verl.dialogue.episode_runner import EpisodeLimits, TutorReply, policy_step, run_episode
+from pearl_verl.dialogue.problem import Problem, solution_steps
 from pearl_verl.llm import LLMCallError
-from pearl_verl.problem import Problem, solution_steps
 from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor, hide_results
@@ -58,7 +58,7 @@ def _tutor(*texts, error_at=None):
 def test_end_marker_ends_and_is_stripped():
     session = FakeSession([("12?", False, False, None)])
     episode = _run(session, _tutor("What is 3 times 4?", f"Great work. {END_MARKER} trailing"))
-    assert episode.end_reason == "tutor_ended" and episode.completed
+    assert episode.end_reason == "tutor_ended" and episode.ended_normally
     assert [t.role for t in episode.turns] == [STUDENT, TUTOR, STUDENT, TUTOR]
     assert episode.turns[-1].text == "Great work." and episode.tutor_turns == 2
     assert session.heard == ["What is 3 times 4?"]
@@ -67,15 +67,15 @@ def test_end_marker_ends_and_is_stripped():
 
 def test_student_concluding_with_and_without_solving():
     solved = _run(FakeSession([("It's 10! Thanks, bye", True, True, None)]), _tutor("Try it."))
-    assert solved.end_reason == "student_concluded" and solved.completed
+    assert solved.end_reason == "student_concluded" and solved.ended_normally
     left = _run(FakeSession([("I give up.", True, False, None)]), _tutor("Try it."))
-    assert left.end_reason == "student_left" and not left.completed
+    assert left.end_reason == "student_left" and not left.ended_normally
 
 
 def test_turn_limit_cuts_off_after_the_students_reply():
     session = FakeSession([("hmm", False, False, None)] * 3)
     episode = _run(session, _tutor("q1", "q2", "q3"), EpisodeLimits(max_tutor_turns=3))
-    assert episode.end_reason == "turn_limit" and not episode.completed
+    assert episode.end_reason == "turn_limit" and not episode.ended_normally
     assert episode.tutor_turns == 3 and episode.turns[-1].role == STUDENT
 
 
@@ -87,12 +87,12 @@ def test_token_budget_from_tutor_or_student_side():
         return True
 
     by_student = _run(FakeSession([("10, done", True, True, None)]), _tutor("q"), observe=spent)
-    assert by_student.end_reason == "token_budget" and not by_student.completed
+    assert by_student.end_reason == "token_budget" and not by_student.ended_normally
 
 
 def test_backend_failures_end_flagged_instead_of_raising():
     student_down = _run(FakeSession([(None, False, False, "down")]), _tutor("q"))
-    assert student_down.end_reason == "student_error" and not student_down.completed
+    assert student_down.end_reason == "student_error" and not student_down.ended_normally
     tutor_down = _run(FakeSession([("hmm", False, False, None)]), _tutor("q1", error_at=1))
     assert tutor_down.end_reason == "tutor_error" and tutor_down.tutor_turns == 1
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from pearl_verl.advantage import AdvantageConfig
-from pearl_verl.reward_fields import inputs_from_columns, inputs_from_rows
+from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.inputs import inputs_from_columns, inputs_from_rows
 
 CFG = AdvantageConfig(dims=("acc", "leak"))
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from pearl_verl.advantage import (
+from pearl_verl.advantage.estimator import (
     compute_pearl_advantage,
     compute_pearl_advantage_breakdown,
     discretize_scores,

@@ -10,7 +10,7 @@ from pearl_verl.dims import JUDGE_OK_KEY
 from pearl_verl.faults.drill import DrillReport
 from pearl_verl.faults.plan import FAULT_KINDS, Injection
 from pearl_verl.faults.recording import CallRecord
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 
 
 def endpoint_summary(injections: Sequence[Injection], calls: Sequence[CallRecord], bound: int) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition, StudentTurnState
 
 STUDENT, TUTOR = "student", "tutor"
@@ -21,7 +21,7 @@ END_REASONS: tuple[str, ...] = (
     "student_error",  # the student backend failed for good
     "tutor_error",  # the tutor backend failed for good
 )
-COMPLETED_END_REASONS: frozenset[str] = frozenset({"tutor_ended", "student_concluded"})
+NORMAL_END_REASONS: frozenset[str] = frozenset({"tutor_ended", "student_concluded"})
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,13 @@ class EpisodeRecord:
         return sum(turn.role == TUTOR for turn in self.turns)
 
     @property
-    def completed(self) -> bool:
-        """Whether the dialogue ended normally rather than being cut off or failing."""
-        return self.end_reason in COMPLETED_END_REASONS
+    def ended_normally(self) -> bool:
+        """Whether the dialogue ended normally rather than being cut off or failing.
+
+        Not the reward field ``completed`` (:data:`pearl_verl.dims.COMPLETED_KEY`), which also needs the
+        judge's completion gate to open.
+        """
+        return self.end_reason in NORMAL_END_REASONS
 
     def to_dict(self) -> dict[str, Any]:
         return {

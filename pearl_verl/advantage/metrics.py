@@ -11,9 +11,9 @@ from typing import Any
 
 import torch
 
-from pearl_verl.advantage import AdvantageBreakdown
-from pearl_verl.failure_guard import FAILURE_RATE_KEY
-from pearl_verl.reward_fields import PearlInputs
+from pearl_verl.advantage.estimator import AdvantageBreakdown
+from pearl_verl.advantage.failure_guard import FAILURE_RATE_KEY
+from pearl_verl.advantage.inputs import PearlInputs
 
 
 def advantage_metrics(

@@ -4,7 +4,14 @@ import threading
 
 import pytest
 
-from pearl_verl.answers import answers_match, gsm8k_final_answer, gsm8k_rationale, last_boxed, mentions_answer, numbers_in
+from pearl_verl.dialogue.answers import (
+    answers_match,
+    gsm8k_final_answer,
+    gsm8k_rationale,
+    last_boxed,
+    mentions_answer,
+    numbers_in,
+)
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum, auto
 
-from pearl_verl.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import LLMCallError
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition, StudentSession, StudentTurn
 from pearl_verl.tutor.policy import TutorPolicy
 from pearl_verl.tutor.prompts import split_end_marker

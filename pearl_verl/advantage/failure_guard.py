@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pearl_verl.errors import InputError
-from pearl_verl.judge.fields import FAILED_EPISODE_REASONS
+from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 
 FAILURE_RATE_KEY = "pearl/judge/failure_rate"
 

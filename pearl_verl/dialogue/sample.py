@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition
 
 EXTRA_INFO_KEY = "pearl"

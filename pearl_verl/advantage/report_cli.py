@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pearl_verl.advantage import AGGREGATIONS, AdvantageConfig
+from pearl_verl.advantage.estimator import AGGREGATIONS, AdvantageConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def floats(text: str) -> tuple[float, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pearl_verl.advantage_report import build_report, example_path, format_report, load_judged_rows, report_as_json
+    from pearl_verl.advantage.report import build_report, example_path, format_report, load_judged_rows, report_as_json
 
     config = AdvantageConfig(
         gamma=args.gamma, discretize=not args.no_discretize, aggregation=args.aggregation, weights=args.weights

@@ -2,8 +2,7 @@
 
 import pytest
 
-from pearl_verl.config import load_pearl_config
-from pearl_verl.failure_guard import (
+from pearl_verl.advantage.failure_guard import (
     CAUSE_KEYS,
     FAILURE_RATE_KEY,
     FailureGuard,
@@ -11,6 +10,7 @@ from pearl_verl.failure_guard import (
     TrainingStalled,
     failure_cause_metrics,
 )
+from pearl_verl.config import load_pearl_config
 
 
 def _rates(guard, rates, first_step=1):

@@ -8,8 +8,8 @@ every statistic and gives them zero advantage, so the placeholders never act as 
 
 from __future__ import annotations
 
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import COMPLETED_KEY, DIMENSIONS, JUDGE_OK_KEY, TUTOR_TURNS_KEY
-from pearl_verl.episode import EpisodeRecord
 from pearl_verl.judge.types import JudgeResult
 
 LATENCY_KEY = "judge_latency_s"
@@ -54,7 +54,7 @@ def reward_info(episode: EpisodeRecord | None, result: JudgeResult | None) -> di
     gate = result.gate if result is not None else None
     info: dict[str, float | int] = {d: float(dims[d]) if dims is not None else PLACEHOLDER for d in DIMENSIONS}
     info[JUDGE_OK_KEY] = int(dims is not None)
-    info[COMPLETED_KEY] = int(dims is not None and episode is not None and episode.completed and gate == 1)
+    info[COMPLETED_KEY] = int(dims is not None and episode is not None and episode.ended_normally and gate == 1)
     info[TUTOR_TURNS_KEY] = episode.tutor_turns if episode is not None else 0
     info[LATENCY_KEY] = float(result.latency_s) if result is not None else 0.0
     return info

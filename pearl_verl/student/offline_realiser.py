@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 import re
 
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.decomposition import Decomposition
-from pearl_verl.problem import Problem
 from pearl_verl.student.planner import Plan
 from pearl_verl.student.types import StudentCondition
 

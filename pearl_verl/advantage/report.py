@@ -15,12 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.advantage import AdvantageBreakdown, AdvantageConfig, group_key
+from pearl_verl.advantage.estimator import AdvantageBreakdown, AdvantageConfig, group_key
+from pearl_verl.advantage.inputs import PearlInputs, breakdown_from_inputs, inputs_from_rows
+from pearl_verl.advantage.metrics import advantage_metrics
 from pearl_verl.dims import JUDGE_OK_KEY
 from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import read_objects
-from pearl_verl.metrics import advantage_metrics
-from pearl_verl.reward_fields import PearlInputs, breakdown_from_inputs, inputs_from_rows
 
 EXAMPLE_FILE = "example_judged_dialogues.jsonl"
 _COL = 8  # column width: fits every default dimension name

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from pearl_verl.advantage import AdvantageConfig, compute_pearl_advantage
+from pearl_verl.advantage.estimator import AdvantageConfig, compute_pearl_advantage
 
 
 def _call(**overrides):

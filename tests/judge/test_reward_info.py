@@ -2,11 +2,11 @@
 
 import pytest
 
+from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.episode import DialogueTurn, EpisodeRecord
-from pearl_verl.judge.fields import REWARD_INFO_KEYS, reward_info, reward_score, should_judge
+from pearl_verl.judge.reward_info import REWARD_INFO_KEYS, reward_info, reward_score, should_judge
 from pearl_verl.judge.types import JudgeResult
-from pearl_verl.problem import Problem
 from pearl_verl.student.types import StudentCondition
 
 DIMS = {d: 0.5 for d in DIMENSIONS} | {"acc": 0.9}

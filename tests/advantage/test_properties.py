@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pearl_verl.advantage import compute_pearl_advantage, compute_pearl_advantage_breakdown
+from pearl_verl.advantage.estimator import compute_pearl_advantage, compute_pearl_advantage_breakdown
 
 
 def reference_advantage(scores, turns, completed, groups, valid, gamma, eps, weights, discretize, aggregation):
