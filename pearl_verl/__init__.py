@@ -1,20 +1,33 @@
 """pearl_verl: PEARL (pedagogically aligned RL for Socratic math tutors) as a verl plugin.
 
 The core (this package minus ``verl_plugin``) never imports verl. Importing verl loads
-``pearl_verl.verl_plugin.register`` through the ``verl.plugins`` entry point.
+``pearl_verl.verl_plugin.register`` through the ``verl.plugins`` entry point. The names below load
+on first use (PEP 562), so that ``import pearl_verl`` and ``pearl-verl --help`` need no torch.
 """
 
-from pearl_verl.advantage import AdvantageConfig, compute_pearl_advantage, compute_pearl_advantage_breakdown
-from pearl_verl.config import PearlConfig, load_pearl_config
-from pearl_verl.dims import DIMENSIONS
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DIMENSIONS",
-    "AdvantageConfig",
-    "PearlConfig",
-    "compute_pearl_advantage",
-    "compute_pearl_advantage_breakdown",
-    "load_pearl_config",
-]
+_EXPORTS = {
+    "DIMENSIONS": "pearl_verl.dims",
+    "AdvantageConfig": "pearl_verl.advantage.estimator",
+    "PearlConfig": "pearl_verl.config",
+    "compute_pearl_advantage": "pearl_verl.advantage.estimator",
+    "compute_pearl_advantage_breakdown": "pearl_verl.advantage.estimator",
+    "load_pearl_config": "pearl_verl.config",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pearl_verl' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -4,14 +4,6 @@
 ``inputs``: the judge's per-sample reward fields -> the estimator's tensors (the reader of what
 :mod:`pearl_verl.judge.reward_info` writes). ``metrics``: the step's ``pearl/*`` metrics.
 ``failure_guard``: stops a run whose judge or student keeps failing. ``report``/``report_cli``:
-``pearl-verl advantage``, the estimator step by step for judged dialogues.
+``pearl-verl advantage``, the estimator step by step for judged dialogues. The public names are
+exported by :mod:`pearl_verl` (``from pearl_verl import compute_pearl_advantage``).
 """
-
-from pearl_verl.advantage.estimator import (
-    AdvantageBreakdown,
-    AdvantageConfig,
-    compute_pearl_advantage,
-    compute_pearl_advantage_breakdown,
-)
-
-__all__ = ["AdvantageBreakdown", "AdvantageConfig", "compute_pearl_advantage", "compute_pearl_advantage_breakdown"]

@@ -7,7 +7,8 @@ One row becomes a :class:`SimulationItem`: the problem, and the misconception it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -98,3 +99,22 @@ def load_problems(path: str | Path, limit: int | None = None) -> list[Simulation
             reason = f"field {exc} is missing" if isinstance(exc, KeyError) else str(exc)
             raise InputError(f"{prefix}: {reason}") from None
     return items
+
+
+PROBLEM_FILES_HELP = (
+    "problem files (.jsonl/.json/.parquet: GSM8K, MATH, MathDial, Problem rows or prepared parquet), relative to the "
+    "working directory or to the data folder (e.g. gsm8k/test.jsonl; see the README's Data section)"
+)
+
+
+def add_problem_file_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The ``PROBLEMS...`` positional and ``--limit`` of every command that reads problem files."""
+    parser.add_argument("problems", nargs="+" if required else "*", help=PROBLEM_FILES_HELP)
+    parser.add_argument("--limit", type=int, help="first N problems of each file")
+
+
+def load_problem_files(paths: Iterable[str | Path], limit: int | None = None) -> list[SimulationItem]:
+    """:func:`load_problems` of each path, looked up in the data folder when not found as given."""
+    from pearl_verl.data.location import dataset_file
+
+    return [item for path in paths for item in load_problems(dataset_file(path), limit)]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
+from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import (
     add_judge_flags,
@@ -50,13 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "same stopping rule and sampling, judge each dialogue, and write the paper's table with 95%% intervals, "
         "a radar and a bar plot. Results are appended as they finish; rerunning resumes.",
     )
-    parser.add_argument(
-        "problems",
-        nargs="*",
-        help="GSM8K / MATH / MathDial / Problem files or prepared parquet, relative to the working directory or to "
-        "the data folder (e.g. gsm8k/test.jsonl)",
-    )
-    parser.add_argument("--limit", type=int, help="first N problems of each file")
+    add_problem_file_args(parser, required=False)  # none with --report-only
     parser.add_argument("--tutor", action="append", default=[], help="tutor spec (repeat): see docs/eval.md")
     parser.add_argument(
         "--simulator", action="append", choices=SIMULATORS, help="student simulator(s) (repeat; default pearl)"

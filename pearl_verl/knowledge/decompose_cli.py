@@ -12,19 +12,15 @@ import argparse
 import sys
 from collections import Counter
 
+from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("decompose", help="decompose problems into knowledge units and fill the cache")
-    parser.add_argument(
-        "problems",
-        nargs="+",
-        help="problem files (.jsonl/.json/.parquet), as for 'simulate' (e.g. data/gsm8k/test.jsonl)",
-    )
+    add_problem_file_args(parser)
     parser.add_argument("--cache-dir", required=True, help="decomposition cache directory")
-    parser.add_argument("--limit", type=int, help="first N problems of each file")
     parser.add_argument("--curriculum", help="custom curriculum JSON (default: the shipped one)")
     add_endpoint_flags(
         parser,
@@ -40,8 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from pearl_verl.data.location import dataset_file
-    from pearl_verl.data.problem_files import load_problems
+    from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.knowledge.cache import DecompositionCache
     from pearl_verl.knowledge.curriculum import load_curriculum
     from pearl_verl.knowledge.decomposer import Decomposer
@@ -58,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
         backend = OpenAIChatClient(endpoint)
     decomposer = Decomposer(curriculum, backend, args.model, DecompositionCache(args.cache_dir))
-    problems = [item.problem for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
+    problems = [item.problem for item in load_problem_files(args.problems, args.limit)]
     units: Counter[str] = Counter()
 
     async def main() -> None:

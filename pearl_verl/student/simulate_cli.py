@@ -22,6 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from pearl_verl.config_flags import add_config_flags, config_values
+from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
 from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP
@@ -35,13 +36,7 @@ _STUDENT = StudentConfig()
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("simulate", help="run a simulated student against a tutor; one JSON line per turn")
-    parser.add_argument(
-        "problems",
-        nargs="+",
-        help="problem files (.jsonl/.json/.parquet: GSM8K, MATH, MathDial, Problem rows), relative to the working "
-        "directory or to the data folder (e.g. gsm8k/test.jsonl; see the README's Data section)",
-    )
-    parser.add_argument("--limit", type=int, help="first N problems of each file")
+    add_problem_file_args(parser)
     add_config_flags(parser, StudentConfig, ("simulator", "backend"))
     add_endpoint_flags(
         parser,
@@ -89,8 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pearl_verl.data.location import dataset_file
-    from pearl_verl.data.problem_files import load_problems
+    from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.student.factory import build_simulator
     from pearl_verl.student.simulate import make_jobs, run_jobs, turn_rows
@@ -103,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         **endpoint_values(args),
         refine=not args.no_refine,
     )
-    items = [item for path in args.problems for item in load_problems(dataset_file(path), args.limit)]
+    items = load_problem_files(args.problems, args.limit)
     if not items:
         raise InputError(f"no problems in {args.problems}.")  # eval-tutor's wording, and exit code 2
     simulator = build_simulator(config)
