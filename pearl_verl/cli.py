@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.data.prepare_cli",
     "pearl_verl.sft.gen_cli",
     "pearl_verl.local.train_cli",
+    "pearl_verl.cluster.plan_cli",
 )
 
 
