@@ -32,7 +32,8 @@ install_requires = [
     "math-verify>=0.7",
     "sacrebleu>=2.3",  # MathTutorBench's Socratic-questioning metric
     "tqdm",
-    "docstring-parser>=0.16",  # command-line help read from the config dataclasses' Attributes sections
+    "docstring-parser>=0.16",
+    "packaging>=23",  # doctor --cluster reads verl's tested version pins  # command-line help read from the config dataclasses' Attributes sections
     "matplotlib>=3.7",
 ]
 

@@ -1,0 +1,232 @@
+"""``pearl-verl doctor --cluster``: what fails late on a cluster, checked in seconds before a run.
+
+- versions: torch, vLLM, transformers and flash-attn (Megatron-Core and mbridge for a Megatron recipe)
+  against the pins of verl's own GPU extras (read from verl's installed metadata, so the check follows
+  the verl that is installed);
+- GPUs: visible, as many as the recipe's ``trainer.n_gpus_per_node``, each with the memory the
+  capacity plan says the actor update and the rollout need;
+- student and judge endpoints: they answer, serve the named model, accept the sampling fields we
+  send (``top_k``, ``seed``, ``n``), and the judge returns a parseable judgement of a canned dialogue;
+- data: the train/val parquet files have verl's ``prompt`` column and an ``extra_info.pearl`` that
+  every row's agent loop can parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata as metadata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from pearl_verl.verl_plugin.doctor import Check
+
+PINNED_PACKAGES = {"torch": "vllm", "vllm": "vllm", "transformers": "vllm", "flash-attn": "fsdp"}
+"""The packages a PEARL GPU run needs, and verl's extra that installs each at its tested version."""
+MEGATRON_PACKAGES = {"megatron-core": "megatron", "mbridge": "megatron"}
+ROWS_CHECKED = 10_000
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    """What the cluster checks look at; ``pearl-verl doctor --cluster`` fills it from a recipe and flags.
+
+    Attributes:
+        engine: ``fsdp2`` or ``megatron`` (the Megatron packages are then required).
+        gpus_per_node: GPUs the recipe uses on each node.
+        gpu_bytes_needed: per-GPU memory the capacity plan needs (0: not checked).
+        endpoints: ``{"student": (base_url, model, api_key_env), "judge": ...}``.
+        judge_samples: the judge's self-consistency samples (sent as ``n`` when > 1).
+        data_files: train and val parquet files.
+    """
+
+    engine: str = "fsdp2"
+    gpus_per_node: int = 8
+    gpu_bytes_needed: float = 0.0
+    endpoints: Mapping[str, tuple[str | None, str | None, str | None]] = field(default_factory=dict)
+    judge_samples: int = 1
+    data_files: Sequence[str] = ()
+
+
+def run_cluster_checks(target: ClusterTarget) -> list[Check]:
+    """Every cluster check, one :class:`Check` each."""
+    checks = version_checks(target.engine)
+    checks.append(gpu_check(target.gpus_per_node, target.gpu_bytes_needed))
+    for role, (base_url, model, key_env) in target.endpoints.items():
+        checks += endpoint_checks(role, base_url, model, key_env, target.judge_samples if role == "judge" else 1)
+    checks += [data_check(path) for path in target.data_files]
+    return checks
+
+
+def verl_pins() -> dict[str, str]:
+    """``{package: version}`` pinned with ``==`` by any of verl's extras (the versions verl tested together)."""
+    pins: dict[str, str] = {}
+    for text in metadata.requires("verl") or []:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        exact = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if exact and requirement.marker is not None:
+            pins.setdefault(canonicalize_name(requirement.name), exact[0])
+    return pins
+
+
+def version_checks(engine: str = "fsdp2") -> list[Check]:
+    """Each cluster package against verl's pin: installed and equal, or the pip line that makes it so."""
+    try:
+        verl = metadata.version("verl")
+        pins = verl_pins()
+    except metadata.PackageNotFoundError:
+        return [Check("cluster versions", False, "verl is not installed", "pip install verl==0.9.1")]
+    packages = {**PINNED_PACKAGES, **(MEGATRON_PACKAGES if engine == "megatron" else {})}
+    checks = []
+    for package, extra in packages.items():
+        pin = pins.get(canonicalize_name(package))
+        install = f"pip install 'verl[{extra}]=={verl}' (verl's GPU instructions; it pins the tested set)"
+        try:
+            installed = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            tested = f"; verl {verl} tested {pin}" if pin else ""
+            checks.append(Check(f"{package} (cluster)", False, f"not installed{tested}", install))
+            continue
+        ok = pin is None or Version(installed).public == pin  # 2.11.0+cu130 is the tested 2.11.0
+        detail = installed + (f" (verl {verl} tested {pin})" if pin else " (verl pins no version)")
+        fix = "" if ok else f"pip install '{package}=={pin}', or {install}"
+        checks.append(Check(f"{package} (cluster)", ok, detail, fix))
+    return checks
+
+
+def gpu_check(expected: int, bytes_needed: float) -> Check:
+    """GPUs visible to torch, their number and the smallest one's memory against the plan's need."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return Check("GPUs", False, f"none visible (torch {torch.__version__}, CUDA {torch.version.cuda})",
+                     "run on the GPU node, with a CUDA build of torch and CUDA_VISIBLE_DEVICES set")
+    count = torch.cuda.device_count()
+    smallest = min(torch.cuda.get_device_properties(i).total_memory for i in range(count))
+    name = torch.cuda.get_device_name(0)
+    problems = []
+    if count < expected:
+        problems.append(f"the recipe uses {expected} per node")
+    if bytes_needed and smallest < bytes_needed:
+        problems.append(f"the plan needs {bytes_needed / 1e9:.0f} GB per GPU")
+    detail = f"{count} x {name}, {smallest / 1e9:.0f} GB each"
+    fix = "; ".join(problems) + " (pearl-verl plan shows where the memory goes)" if problems else ""
+    return Check("GPUs", not problems, detail + (f"; {'; '.join(problems)}" if problems else ""), fix)
+
+
+def endpoint_checks(role: str, base_url: str | None, model: str | None, api_key_env: str | None,
+                    samples: int = 1) -> list[Check]:
+    """The endpoint answers and serves ``model``; it takes ``top_k``, ``seed`` and ``n``; a judge judges."""
+    name = f"{role} endpoint"
+    if not base_url or not model:
+        return [Check(name, False, "no base URL or model given",
+                      f"pass --{role}-base-url and --{role}-model, or a recipe that sets them")]
+    return asyncio.run(_endpoint_checks(role, base_url, model, api_key_env, samples))
+
+
+async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: str | None, samples: int) -> list[Check]:
+    from pearl_verl.llm.client import OpenAIChatClient
+    from pearl_verl.llm.types import EndpointConfig, LLMCallError, SamplingConfig
+
+    name = f"{role} endpoint"
+    served = await _served_models(base_url, api_key_env)
+    if isinstance(served, str):
+        return [Check(name, False, f"{base_url}: {served}", f"start it (recipes/pearl/serve_{role}.sh) or fix the URL")]
+    if model not in served:
+        return [Check(name, False, f"{base_url} serves {served}, not {model!r}",
+                      f"pass the served name (vllm serve --served-model-name) as the {role} model")]
+    checks = [Check(name, True, f"{base_url} serves {model!r}")]
+    endpoint = EndpointConfig(base_url, model, api_key_env=api_key_env, timeout_s=60, max_retries=0)
+    n = max(2, samples)
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=20, max_tokens=8, n=n, seed=0)
+    try:
+        result = await OpenAIChatClient(endpoint, sampling).chat([{"role": "user", "content": "Say OK."}], sampling)
+    except LLMCallError as exc:
+        checks.append(Check(f"{role} sampling fields", False, f"top_k, seed, n={n} refused: {exc}",
+                            "serve it with vLLM (which takes top_k and n), or set top_k to null in the role's config"))
+        return checks
+    ok = len(result.texts) == n
+    checks.append(Check(f"{role} sampling fields", ok, f"top_k, seed and n={n} accepted; {len(result.texts)} choices",
+                        "" if ok else "the server ignores n: set reward.reward_kwargs.samples_per_request=false"))
+    if role == "judge":
+        checks.append(await _judge_check(base_url, model, api_key_env))
+    return checks
+
+
+async def _served_models(base_url: str, api_key_env: str | None) -> list[str] | str:
+    """The model names ``GET /models`` lists, or why it could not be read."""
+    import os
+
+    import aiohttp
+
+    headers = {"Authorization": f"Bearer {os.environ.get(api_key_env, '') if api_key_env else 'EMPTY'}"}
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+            async with session.get(base_url.rstrip("/") + "/models", headers=headers) as response:
+                if response.status != 200:
+                    return f"GET /models answered HTTP {response.status}"
+                body = await response.json(content_type=None)
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        return f"GET /models failed ({type(exc).__name__}: {exc})"
+    return [str(entry.get("id")) for entry in (body or {}).get("data", []) if isinstance(entry, Mapping)]
+
+
+async def _judge_check(base_url: str, model: str, api_key_env: str | None) -> Check:
+    from pearl_verl.judge.config import JudgeConfig, build_judge
+
+    judge = build_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=120,
+                                    max_retries=0, parse_retries=0))
+    result = await judge.judge(canned_dialogue())
+    if result.ok:
+        detail = f"a canned dialogue judged in {result.latency_s:.1f} s, gate {result.gate}"
+        return Check("judge judgement", True, detail)
+    return Check("judge judgement", False, f"unparseable or failed: {result.error}",
+                 "serve the finetuned judge (recipes/pearl/serve_judge.sh); see docs/judge.md for the output contract")
+
+
+def canned_dialogue():
+    """A short Socratic dialogue in which the student solves the problem: what the judge check scores."""
+    from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
+    from pearl_verl.dialogue.problem import Problem
+    from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState
+
+    problem = Problem("doctor-1", "Tom has 3 boxes of 4 apples and eats 2. How many are left?",
+                      "3 * 4 = 12 apples; 12 - 2 = 10.", "10", "gsm8k")
+    texts = ["I think it is 12 - 2 but I am not sure how many apples there are.",
+             "How many apples are in 3 boxes of 4?", "3 times 4 is 12, so 12 - 2 = 10 apples.",
+             "Right. How could you check that 10 makes sense?", "10 plus the 2 he ate is 12, which is 3 boxes of 4."]
+    turns = tuple(DialogueTurn("student" if i % 2 == 0 else "tutor", text) for i, text in enumerate(texts))
+    trace = tuple(StudentTurnState(i, ("answer",), "correct", {"mult": 0.9}) for i in range(3))
+    return EpisodeRecord(problem, StudentCondition(CognitiveProfile(2, 2, 2, 2, 2)), turns, trace, "student_concluded")
+
+
+def data_check(path: str | Path) -> Check:
+    """A verl parquet of ``pearl-verl prepare-data``: ``prompt``, and a parseable ``extra_info.pearl`` per row."""
+    from pearl_verl.data.sources import read_parquet_frame
+    from pearl_verl.dialogue.sample import PearlSample
+    from pearl_verl.errors import InputError
+
+    name = f"data {path}"
+    fix = "prepare it with pearl-verl prepare-data (docs/data.md)"
+    try:
+        frame = read_parquet_frame(path)
+    except InputError as exc:
+        return Check(name, False, str(exc), fix)
+    missing = [column for column in ("prompt", "extra_info") if column not in frame.columns]
+    if missing:
+        return Check(name, False, f"no column {missing} (has {list(frame.columns)})", fix)
+    rows = frame.head(ROWS_CHECKED)
+    for index, (extra, prompt) in enumerate(zip(rows["extra_info"], rows["prompt"], strict=True)):
+        try:
+            PearlSample.from_row(extra, prompt)
+        except (InputError, ValueError, TypeError, KeyError) as exc:
+            return Check(name, False, f"row {index}: {exc}", fix)
+    checked = f"{len(rows):,} of {len(frame):,} rows" if len(frame) > len(rows) else f"{len(frame):,} rows"
+    return Check(name, True, f"{checked} parse (prompt, extra_info.pearl)")

@@ -1,0 +1,106 @@
+"""doctor --cluster on CPU: versions against verl's pins, endpoints against local servers, parquet data."""
+
+import importlib.metadata as metadata
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from pearl_verl import cli
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.judge.rubric import RUBRIC
+from pearl_verl.llm.local_server import LocalChatServer, Reply
+from pearl_verl.verl_plugin import cluster_checks
+from pearl_verl.verl_plugin.cluster_checks import data_check, endpoint_checks, verl_pins, version_checks
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh"
+JUDGEMENT = json.dumps({d: {c.key: {"score": c.high, "rationale": "turn 3 shows it"} for c in RUBRIC.for_dimension(d)}
+                        for d in DIMENSIONS})
+
+
+def _reply(request):
+    system = request["messages"][0]["content"]
+    return JUDGEMENT if "rubric" in system.lower() else "OK"
+
+
+def test_pins_come_from_verls_metadata_and_a_local_build_label_matches(monkeypatch):
+    pins = verl_pins()
+    assert pins["vllm"] == "0.24.0" and pins["flash-attn"] == "2.8.3" and pins["torch"] == "2.11.0"  # verl 0.9.1
+    real = metadata.version
+    fake = {"torch": "2.11.0+cu130", "vllm": "0.24.0", "transformers": "5.9.0", "flash-attn": "2.8.3"}
+    monkeypatch.setattr(cluster_checks.metadata, "version", lambda name: fake.get(name) or real(name))
+    checks = version_checks()
+    assert [c.ok for c in checks] == [True] * 4, [c.detail for c in checks]
+
+
+def test_this_cpu_machine_fails_with_the_pip_line(monkeypatch):
+    checks = {c.name: c for c in version_checks("megatron")}
+    assert not checks["vllm (cluster)"].ok and "verl[vllm]==0.9.1" in checks["vllm (cluster)"].fix
+    assert "megatron-core (cluster)" in checks and "verl[megatron]" in checks["megatron-core (cluster)"].fix
+    torch = checks["torch (cluster)"]
+    assert not torch.ok and "tested 2.11.0" in torch.detail and "torch==2.11.0" in torch.fix
+
+
+def test_a_vllm_like_endpoint_passes_every_check():
+    with LocalChatServer(_reply, model="pearl-judge") as server:
+        checks = endpoint_checks("judge", server.base_url, "pearl-judge", None, samples=3)
+        sent = server.requests[0]
+    assert [c.name for c in checks] == ["judge endpoint", "judge sampling fields", "judge judgement"]
+    assert all(c.ok for c in checks), [c.detail for c in checks]
+    assert sent["top_k"] == 20 and sent["seed"] == 0 and sent["n"] == 3  # what the check asked the server to take
+
+
+def test_endpoint_failures_name_their_cause():
+    with LocalChatServer(_reply, model="other") as server:
+        (check,) = endpoint_checks("student", server.base_url, "pearl-student", None)
+    assert not check.ok and "serves ['other'], not 'pearl-student'" in check.detail
+
+    def no_top_k(request):
+        return Reply(status=400) if "top_k" in request else "OK"
+
+    with LocalChatServer(no_top_k, model="m") as server:
+        checks = endpoint_checks("student", server.base_url, "m", None)
+    assert checks[0].ok and not checks[1].ok and "top_k, seed, n=2 refused" in checks[1].detail
+
+    with LocalChatServer(lambda r: Reply(texts=("one",)), model="m") as server:
+        checks = endpoint_checks("student", server.base_url, "m", None)
+    assert not checks[1].ok and "samples_per_request=false" in checks[1].fix
+
+    with LocalChatServer(lambda r: "I think the tutor did well.", model="j") as server:
+        checks = endpoint_checks("judge", server.base_url, "j", None)
+    assert checks[1].ok and not checks[2].ok and "unparseable or failed" in checks[2].detail
+
+    (down,) = endpoint_checks("judge", "http://127.0.0.1:9/v1", "j", None)
+    assert not down.ok and "GET /models failed" in down.detail and "serve_judge.sh" in down.fix
+
+
+def _prepared(folder: Path) -> Path:
+    assert cli.main(["prepare-data", "gsm8k=@fixture", "-o", str(folder)]) == 0
+    return folder
+
+
+def test_data_check_reads_prepared_parquet_and_names_the_bad_row(tmp_path):
+    _prepared(tmp_path / "p")
+    good = data_check(tmp_path / "p" / "train.parquet")
+    assert good.ok and "rows parse" in good.detail
+    frame = pd.read_parquet(tmp_path / "p" / "train.parquet")
+    frame["extra_info"] = [{"pearl": "{not json"} if i == 2 else e for i, e in enumerate(frame["extra_info"])]
+    frame.to_parquet(tmp_path / "bad.parquet")
+    bad = data_check(tmp_path / "bad.parquet")
+    assert not bad.ok and bad.detail.startswith("row 2:")
+    frame.drop(columns=["extra_info"]).to_parquet(tmp_path / "plain.parquet")
+    assert "no column ['extra_info']" in data_check(tmp_path / "plain.parquet").detail
+
+
+def test_doctor_cluster_reads_the_recipe_and_exits_1_on_this_cpu_machine(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DATA_DIR", str(_prepared(tmp_path / "p")))
+    capsys.readouterr()
+    student, judge = LocalChatServer(_reply, model="pearl-student"), LocalChatServer(_reply, model="pearl-judge")
+    with student, judge:
+        code = cli.main(["doctor", "--cluster", "--recipe", str(RECIPE), "--json",
+                         "--student-base-url", student.base_url, "--judge-base-url", judge.base_url])
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    assert code == 1 and not checks["GPUs"]["ok"]  # no GPU here
+    for name in ("student endpoint", "student sampling fields", "judge endpoint", "judge judgement",
+                 f"data {tmp_path / 'p' / 'train.parquet'}", f"data {tmp_path / 'p' / 'val.parquet'}"):
+        assert checks[name]["ok"], checks[name]
