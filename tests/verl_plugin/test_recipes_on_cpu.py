@@ -130,3 +130,25 @@ def test_fsdp_and_megatron_recipes_differ_only_in_their_engine(tmp_path):
     assert fsdp == megatron
     assert "+pearl.student.model=s1" in fsdp and "actor_rollout_ref.rollout.n=16" in fsdp
     assert len(fsdp) > 40  # the shared block, not an empty set
+
+
+@pytest.mark.parametrize("served", [False, True])
+def test_one_gpu_smoke_recipe_composes_with_the_whole_stack(verl_config, tmp_path, served):
+    env = {"OUT_DIR": str(tmp_path / "smoke")}
+    if served:
+        env |= {"STUDENT_BASE_URL": "http://s:8001/v1", "JUDGE_BASE_URL": "http://j:8000/v1"}
+    overrides = recipe_overrides(RECIPES / "smoke_1gpu.sh", tmp_path, **env)
+    assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
+    cfg = verl_config(overrides)
+    prepare(cfg)
+    actor = cfg.actor_rollout_ref.actor
+    assert actor.policy_loss.loss_mode == "gspo" and actor.loss_agg_mode == "seq-mean-token-mean"
+    assert actor.optim.lr == 1e-5  # 10x the paper's, so 3 steps move a 135M model's weights visibly
+    assert cfg.trainer.n_gpus_per_node == 1 and cfg.trainer.total_training_steps == 3 and cfg.trainer.save_freq == 3
+    assert cfg.actor_rollout_ref.rollout.name == "vllm" and cfg.trainer.v1.trainer_mode == "pearl_sync"
+    assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "pearl_tutor"
+    assert "hf_model" in cfg.actor_rollout_ref.actor.checkpoint.save_contents and "file" in cfg.trainer.logger
+    backend = "llm" if served else "offline"
+    assert cfg.pearl.student.backend == backend and cfg.reward.reward_kwargs.backend == backend
+    if served:
+        assert cfg.reward.reward_kwargs.base_url == "http://j:8000/v1" and cfg.pearl.student.model == "pearl-student"

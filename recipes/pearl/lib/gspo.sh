@@ -19,6 +19,8 @@
 : "${ACTOR_LR:=1e-6}"                    # paper: 1e-6
 : "${PEARL_GAMMA:=0.98}"                 # the estimator's turn decay (paper: 0.98)
 : "${TOTAL_EPOCHS:=3}"
+: "${SAVE_FREQ:=20}"                     # checkpoint every N steps
+: "${TEST_FREQ:=10}"                     # validation every N steps (-1: never)
 : "${LOGGER:=[\"console\"]}"
 : "${PROJECT_NAME:=pearl_verl}"
 : "${EXPERIMENT_NAME:?the recipe sets EXPERIMENT_NAME before sourcing lib/gspo.sh}"
@@ -90,7 +92,7 @@ TRAINER=(
     trainer.experiment_name=${EXPERIMENT_NAME}
     trainer.n_gpus_per_node=${NGPUS_PER_NODE}
     trainer.nnodes=${NNODES}
-    trainer.save_freq=20
-    trainer.test_freq=10
+    trainer.save_freq=${SAVE_FREQ}
+    trainer.test_freq=${TEST_FREQ}
     trainer.total_epochs=${TOTAL_EPOCHS}
 )
