@@ -386,7 +386,7 @@ def format_plan(plan: Plan, tutor: ModelSpec, student: ModelSpec, judge: ModelSp
     """The plan as a person reads it: inputs, the three tables, the verdict."""
     r, t, ro = plan.recipe, plan.tokens, plan.rollout
     lines = [
-        f"tutor {tutor.name} ({tutor.params / 1e9:.1f}B parameters, {tutor.active_params / 1e9:.1f}B active) on "
+        f"tutor {tutor.name} ({tutor.params / 1e9:.1f}B parameters, {tutor.active_params / 1e9:.2f}B active) on "
         f"{r.gpus} x {plan.assumptions.gpu_memory_gb:.0f} GB; {r.dialogues} dialogues a step "
         f"({r.train_batch_size} problems x {r.rollout_n}); student {student.name}, judge {judge.name}",
         "",
