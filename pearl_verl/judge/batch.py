@@ -150,19 +150,29 @@ def _parse_line(number: int, raw: bytes) -> _Item:
 
 def result_row(item: _Item, result: JudgeResult | None, with_criteria: bool) -> dict[str, Any]:
     """The output line of one item."""
-    row: dict[str, Any] = {"id": item.id, "line": item.line, **reward_info(item.episode, result)}
+    error = (item.error or not_judged_reason(item.episode)) if result is None else result.error
+    return {"id": item.id, "line": item.line, **judgement_fields(item.episode, result, with_criteria, error)}
+
+
+def judgement_fields(
+    episode: EpisodeRecord | None, result: JudgeResult | None, with_criteria: bool = True, error: str | None = None
+) -> dict[str, Any]:
+    """A judgement as ``pearl-verl judge`` writes it: the reward fields, gate, attempts, error, criteria.
+
+    Args:
+        episode: the judged dialogue (None when it could not be read).
+        result: the judgement; None when the dialogue was not judged.
+        with_criteria: add each criterion's dimension, id, raw and [0, 1] score and rationale.
+        error: why there is no judgement, when ``result`` is None.
+    """
+    row: dict[str, Any] = dict(reward_info(episode, result))
     row["gate"] = result.gate if result is not None else None
     row["attempts"] = result.attempts if result is not None else 0
-    row["error"] = (item.error or not_judged_reason(item.episode)) if result is None else result.error
+    row["error"] = error if result is None else result.error
     if with_criteria and result is not None:
         row["criteria"] = [
-            {
-                "dimension": c.dimension,
-                "criterion": c.criterion,
-                "raw": c.raw,
-                "score": c.score,
-                "rationale": c.rationale,
-            }
+            {"dimension": c.dimension, "criterion": c.criterion, "raw": c.raw, "score": c.score,
+             "rationale": c.rationale}
             for c in result.criteria
         ]
     return row

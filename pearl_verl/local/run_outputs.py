@@ -1,4 +1,5 @@
-"""Training-run outputs a person reads: metrics JSONL (append-only, resumable) and a PNG of the curves."""
+"""Training-run outputs a person reads: metrics JSONL (append-only, resumable), a PNG of the curves, and
+each step's dialogues (``dialogues/step_NNNN.jsonl``, for ``pearl-verl view``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,20 @@ def append_metrics(path: Path, metrics: dict[str, Any]) -> None:
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(metrics, sort_keys=True) + "\n")
         handle.flush()
+
+
+def write_dialogues(out: Path, step: int, rows: Sequence[dict[str, Any]]) -> Path:
+    """``out/dialogues/step_NNNN.jsonl``: one step's dialogues with judgement, shaped rewards and advantage.
+
+    Rewritten whole (a resumed run repeats the step), so it never holds a half step; ``pearl-verl view``
+    reads the folder.
+    """
+    path = out / "dialogues" / f"step_{step:04d}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows), encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ import logging
 import random
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,13 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
-from pearl_verl.judge.reward_info import reward_info, reward_score, should_judge
-from pearl_verl.judge.types import TutoringJudge
+from pearl_verl.judge.reward_info import not_judged_reason, reward_info, reward_score, should_judge
+from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.local.config import LOCAL_PROBLEMS, PROBES, LocalTrainConfig
 from pearl_verl.local.heldout import HeldOut
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
+from pearl_verl.local.run_outputs import write_dialogues
 from pearl_verl.local.runtime import (
     build_actor,
     compose_verl_config,
@@ -206,7 +208,7 @@ class LocalTrainer:
                 outputs = asyncio.run(self._rollout(self.eval_samples, tag=f"eval{k}"))
                 batch = [_episode(output) for output in outputs]
                 episodes += batch
-                infos += [info for _, info in asyncio.run(self._judge(batch))]
+                infos += [info for _, info, _ in asyncio.run(self._judge(batch))]
         finally:
             torch.set_rng_state(state)
         return HeldOut.of(self.step_index, self.config.eval_seeds, episodes, infos)
@@ -241,13 +243,14 @@ class LocalTrainer:
         timings["time/rollout_s"] = time.perf_counter() - t0
         episodes = [_episode(output) for output in outputs]
         t0 = time.perf_counter()
-        scores, infos = zip(*asyncio.run(self._judge(episodes)))
+        scores, infos, results = zip(*asyncio.run(self._judge(episodes)))
         timings["time/judge_s"] = time.perf_counter() - t0
         uids = np.array([f"step{self.step_index}-{i // c.group_size}" for i in range(len(outputs))], dtype=object)
         metrics: dict[str, Any] = {}
         t0 = time.perf_counter()
-        update = self._update(outputs, list(infos), uids, metrics)
+        update, advantages = self._update(outputs, list(infos), uids, metrics)
         timings["time/update_s"] = time.perf_counter() - t0
+        self._write_dialogues(uids, episodes, results, scores, infos, advantages)
         weights = policy_state_dict(self.actor)
         metrics["actor/param_change"] = _distance(self._weights, weights)
         self._weights = weights
@@ -293,18 +296,37 @@ class LocalTrainer:
         jobs = [one(s, g, m) for g, s in enumerate(batch) for m in range(self.config.group_size)]
         return await asyncio.gather(*jobs)
 
-    async def _judge(self, episodes: list[EpisodeRecord]) -> list[tuple[float, dict[str, Any]]]:
-        async def one(episode: EpisodeRecord) -> tuple[float, dict[str, Any]]:
-            info = reward_info(episode, await self.judge.judge(episode) if should_judge(episode) else None)
-            return reward_score(info), info
+    async def _judge(self, episodes: list[EpisodeRecord]) -> list[tuple[float, dict[str, Any], JudgeResult | None]]:
+        async def one(episode: EpisodeRecord) -> tuple[float, dict[str, Any], JudgeResult | None]:
+            result = await self.judge.judge(episode) if should_judge(episode) else None
+            info = reward_info(episode, result)
+            return reward_score(info), info, result
 
         return await asyncio.gather(*(one(e) for e in episodes))
 
-    def _update(self, outputs: list[Any], infos: list[dict[str, Any]], uids: np.ndarray, metrics: dict) -> dict[str, Any]:
+    def _update(
+        self, outputs: list[Any], infos: list[dict[str, Any]], uids: np.ndarray, metrics: dict
+    ) -> tuple[dict[str, Any], torch.Tensor]:
         from pearl_verl.local.batch import advantages_for, policy_update
 
         advantages = advantages_for(self.verl_config, outputs, infos, uids, metrics)
-        return policy_update(self.actor, self.verl_config, outputs, advantages)
+        return policy_update(self.actor, self.verl_config, outputs, advantages), advantages
+
+    def _write_dialogues(self, uids: np.ndarray, episodes: Sequence[EpisodeRecord], results: Sequence[Any],
+                         scores: Sequence[float], infos: Sequence[dict[str, Any]], advantages: torch.Tensor) -> None:
+        """``dialogues/step_NNNN.jsonl``: each dialogue, its judgement, shaped rewards and advantage (``view``)."""
+        from pearl_verl.judge.batch import judgement_fields
+        from pearl_verl.local.batch import shaped_rewards
+
+        shaped = shaped_rewards(self.verl_config, infos, uids)
+        rows = [
+            {"step": self.step_index + 1, "uid": str(uid), "episode": episode.to_dict(),
+             "judge": judgement_fields(episode, result, error=None if result else not_judged_reason(episode)),
+             "reward": float(score) if info["judge_ok"] else None, "shaped": shaped[i],
+             "advantage": float(advantages[i])}
+            for i, (uid, episode, result, score, info) in enumerate(zip(uids, episodes, results, scores, infos))
+        ]
+        write_dialogues(self.out, self.step_index + 1, rows)
 
     def save(self) -> Path:
         """Checkpoint the actor (verl's checkpoint manager) and the loop position."""

@@ -81,6 +81,16 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     summary = (out / "summary.txt").read_text()
     assert "95% interval" in summary and "what the tutor does" in summary and summary.strip() in stdout
     assert "## Dialogue 1" in (out / "dialogues.md").read_text()
+    # every step's dialogues with their judgement, shaped rewards and the advantage the update used
+    dumped = [json.loads(line) for line in (out / "dialogues" / "step_0002.jsonl").read_text().splitlines()]
+    assert len(dumped) == 2 and {d["step"] for d in dumped} == {2} and len({d["uid"] for d in dumped}) == 1  # 1 x 2
+    for d in dumped:
+        assert d["episode"]["turns"] and d["judge"]["judge_ok"] in (0, 1)
+        if d["judge"]["judge_ok"]:
+            assert len(d["judge"]["criteria"]) == 24 and len(d["shaped"]) == 8 and d["reward"] is not None
+    for uid in {d["uid"] for d in dumped}:  # within a group, advantages are z-scores: they sum to 0
+        group = [d["advantage"] for d in dumped if d["uid"] == uid and d["judge"]["judge_ok"]]
+        assert abs(sum(group)) < 1e-4
     assert "train-local: 100%" in stderr
     assert "validate_config" in (out / "train.log").read_text()
 
