@@ -83,7 +83,8 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
     assert "## Dialogue 1" in (out / "dialogues.md").read_text()
     # every step's dialogues with their judgement, shaped rewards and the advantage the update used
     dumped = [json.loads(line) for line in (out / "dialogues" / "step_0002.jsonl").read_text().splitlines()]
-    assert len(dumped) == 2 and {d["step"] for d in dumped} == {2} and len({d["uid"] for d in dumped}) == 1  # 1 x 2
+    assert len(dumped) == 2 and {d["step"] for d in dumped} == {2}  # 1 problem x group of 2
+    assert len({d["uid"] for d in dumped}) == 1
     for d in dumped:
         assert d["episode"]["turns"] and d["judge"]["judge_ok"] in (0, 1)
         if d["judge"]["judge_ok"]:
