@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.sft.gen_cli",
     "pearl_verl.local.train_cli",
     "pearl_verl.cluster.plan_cli",
+    "pearl_verl.view.view_cli",
 )
 
 

@@ -40,6 +40,7 @@ from pearl_verl.verl_plugin.estimator import (
     pearl_config_from_root,
     scalar_advantages,
 )
+from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,22 @@ class PearlSyncTrainer(PPOTrainerSync):
         return tq.kv_batch_put(
             keys=batch.keys, partition_id=batch.partition_id, fields=TensorDict(nested, batch_size=len(batch))
         )
+
+    def _log_rollout_data(self, batch: KVBatchMeta, timing_raw: dict, rollout_data_dir: str) -> None:
+        """verl's dump, and beside it each dialogue with its judge fields and advantage (:mod:`rollout_dump`)."""
+        super()._log_rollout_data(batch, timing_raw, rollout_data_dir)
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
+                               select_fields=["uid", "extra_fields", "advantages", "response_mask"])
+        final_rows, _ = final_session_rows(batch.keys)
+        padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
+        rows = [i for i in final_rows if not padding[i]]
+        uids, extras = data.pop("uid").tolist(), data.pop("extra_fields").tolist()
+        advantages = data["advantages"].to_padded_tensor(0.0)
+        masks = data["response_mask"].to_padded_tensor(0)
+        scalars = [float(advantages[i][masks[i].bool()][0]) if masks[i].any() else 0.0 for i in rows]
+        dump = dump_rows(self.global_steps, [uids[i] for i in rows], [extras[i] for i in rows], scalars,
+                         self.pearl_config.advantage)
+        write_dump(rollout_data_dir, self.global_steps, dump)
 
     def _feed_failure_guard(self, metrics: dict) -> None:
         """Count this step; a stop is kept for :meth:`on_step_end`, where the step can be saved."""

@@ -5,6 +5,8 @@ plus the dataset kwargs, keyed ``{uid}_{session}_{index}``), with the reward loo
 ``reward_extra_info`` inside ``extra_fields``.
 """
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -42,12 +44,14 @@ def _response_mask(turns: int, seed: int) -> list[int]:
     return mask
 
 
-def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=None, end_reasons=None):
+def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=None, end_reasons=None, episodes=None):
     keys, fields, tags = [], [], []
     for session, (uid, ok, done, turns, scores) in enumerate(SESSIONS):
         mask = _response_mask(turns, session)
         info = {**dict(zip(DIMENSIONS, scores)), "judge_ok": ok, "completed": done, "tutor_turns": turns}
         extra = {"reward_extra_info": info}
+        if episodes is not None:  # what the pearl_tutor agent loop records next to the reward loop's info
+            extra["pearl_episode"] = episodes[session]
         if end_reasons is not None:  # what the pearl_tutor agent loop adds next to the reward loop's info
             extra["pearl_end_reason"] = end_reasons.get(session, "tutor_ended")
             extra["pearl_student_replies"], extra["pearl_student_fallbacks"] = turns + 1, session % 2
@@ -117,6 +121,38 @@ def test_pearl_sync_puts_advantages_on_tutor_tokens_only(transfer_queue, verl_co
     assert metrics["pearl/episode/completed_rate"] == pytest.approx(7 / 8)
     assert metrics["pearl/reward/meta/mean"] == pytest.approx(np.mean([0.6, 0.6, 0.2, 0.0, 0.5, 0.4, 0.85]))
     assert metrics["pearl/advantage/max"] == pytest.approx(expected.max().item(), abs=1e-5)
+
+
+def test_rollout_dump_adds_each_dialogue_with_its_judge_fields_and_advantage(transfer_queue, verl_config, tmp_path,
+                                                                            monkeypatch):
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    from pearl_verl.view.records import read_sources
+
+    dumped = []
+    monkeypatch.setattr(PPOTrainerSync, "_log_rollout_data", lambda self, *args: dumped.append(args))  # verl's part
+    episodes = [{"problem": {"problem_id": f"p-{uid}", "question": "q", "reference_solution": "r", "answer": "1",
+                             "source": "gsm8k"},
+                 "condition": {"profile": {}, "mastery": None, "seed": 0, "misconception": None},
+                 "turns": [{"role": "student", "text": "help"},
+                           {"role": "tutor", "text": "x" * (9_000 if i == 0 else 5)}],
+                 "student_trace": [], "end_reason": "tutor_ended"} for i, (uid, *_) in enumerate(SESSIONS)]
+    trainer = _trainer(verl_config, "+pearl.advantage.gamma=0.9")
+    trainer.global_steps = 7
+    batch = _put_sessions(transfer_queue, partition="dump", padding_rows=1, episodes=episodes)
+    trainer._compute_advantage(batch, {})
+    trainer._log_rollout_data(batch, {}, str(tmp_path))
+    assert len(dumped) == 1  # verl's own dump still runs
+    rows = [json.loads(line) for line in (tmp_path / "7.pearl.jsonl").read_text().splitlines()]
+    assert len(rows) == len(SESSIONS)  # one per dialogue, padding left out
+    expected = _expected_scalars(gamma=0.9)
+    assert [r["advantage"] for r in rows] == pytest.approx(expected.tolist(), abs=1e-5)
+    assert rows[3]["judge"]["judge_ok"] == 0 and rows[3]["shaped"] is None and rows[3]["reward"] is None
+    assert len(rows[0]["shaped"]) == 8 and rows[0]["uid"] == "q1"
+    assert rows[0]["episode"]["turns"][1]["text"].endswith("[... 1000 more characters cut in this dump]")
+    records = read_sources([tmp_path])  # what pearl-verl view makes of the folder
+    assert {r["source"] for r in records} == {"train"} and {r["step"] for r in records} == {7}
+    assert sorted(r["advantage"] for r in records) == pytest.approx(sorted(expected.tolist()), abs=1e-5)
 
 
 def test_padding_rows_get_zero_and_stay_out_of_metrics(transfer_queue, verl_config):

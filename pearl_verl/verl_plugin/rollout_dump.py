@@ -1,0 +1,64 @@
+"""``<step>.pearl.jsonl`` beside verl's rollout dump (``trainer.rollout_data_dir``): what ``pearl-verl view`` reads.
+
+verl's V1 dump holds each sample's decoded prompt and response, score and uid: one flat text per
+dialogue. The ``pearl_sync`` trainer adds, per dialogue, the episode the agent loop recorded (turns
+and student states), the judge's reward fields, the shaped rewards and the advantage the update
+used, in ``train-local``'s ``dialogues/`` format. A turn longer than :data:`MAX_TURN_CHARS` is cut
+(and says so), so a sample's row stays bounded whatever the response budget.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.inputs import breakdown_from_inputs, inputs_from_rows
+from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
+
+MAX_TURN_CHARS = 8_000
+
+
+def dump_rows(step: int, uids: Sequence[str], extras: Sequence[Any], advantages: Sequence[float],
+              settings: AdvantageConfig) -> list[dict[str, Any]]:
+    """One row per dialogue (the final row of each session; ``uids`` etc. already restricted to those)."""
+    infos = [dict(_info(extra)) for extra in extras]
+    breakdown = breakdown_from_inputs(inputs_from_rows(infos, settings), list(uids), settings)
+    rows = []
+    for k, (uid, extra, info) in enumerate(zip(uids, extras, infos, strict=True)):
+        episode = extra.get(EPISODE_KEY) if isinstance(extra, Mapping) else None
+        rows.append({
+            "step": step,
+            "uid": str(uid),
+            "episode": _bounded(episode) if isinstance(episode, Mapping) else None,
+            "judge": info,
+            "reward": sum(float(info[d]) for d in settings.dims) / len(settings.dims) if info.get("judge_ok") else None,
+            "shaped": breakdown.rewards[k].tolist() if bool(breakdown.valid[k]) else None,
+            "advantage": float(advantages[k]),
+        })
+    return rows
+
+
+def write_dump(folder: str | Path, step: int, rows: Sequence[Mapping[str, Any]]) -> Path:
+    """``folder/<step>.pearl.jsonl``."""
+    path = Path(folder) / f"{step}.pearl.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row, sort_keys=True, default=float) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def _info(extra: Any) -> Mapping[str, Any]:
+    info = extra.get("reward_extra_info", {}) if isinstance(extra, Mapping) else {}
+    return info if isinstance(info, Mapping) else {}
+
+
+def _bounded(episode: Mapping[str, Any]) -> dict[str, Any]:
+    turns = []
+    for turn in episode.get("turns", []):
+        text = str(turn.get("text", ""))
+        if len(text) > MAX_TURN_CHARS:
+            text = text[:MAX_TURN_CHARS] + f" [... {len(text) - MAX_TURN_CHARS} more characters cut in this dump]"
+        turns.append({**turn, "text": text})
+    return {**episode, "turns": turns}

@@ -1,0 +1,138 @@
+"""The viewer page: one HTML file with its data, script and style inside, opened from disk with no server.
+
+Safety: the dialogues are model output and may hold anything. The data travels gzip-compressed and
+base64-encoded in a ``<script type="application/octet-stream">`` block (base64 has no ``<``, so no
+text can close the block); the page's script puts text into the page only as text nodes (never as
+HTML); and a Content-Security-Policy allows nothing but the page's own script and style (by hash),
+so even an injected tag could not run or load anything.
+
+Size: problems and criterion names are stored once, numbers rounded to 3 decimals, each record a
+short-keyed object, the whole gzip-compressed (the browser's DecompressionStream unpacks it: Chrome
+80+, Firefox 113+, Safari 16.4+); larger inputs than ``max_dialogues`` are sampled (flagged
+dialogues first, then a fixed random sample), and the page says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.view.records import FLAGS
+
+ASSETS = Path(__file__).resolve().parent
+MAX_DIALOGUES = 10_000
+
+
+def build_page(records: Sequence[dict[str, Any]], title: str = "pearl-verl view", max_dialogues: int = MAX_DIALOGUES,
+               seed: int = 0) -> str:
+    """The page for ``records`` (from :func:`pearl_verl.view.records.read_sources`)."""
+    shown, note = sample(records, max_dialogues, seed)
+    data = encode(shown)
+    data.update({"title": title, "total": len(records), "note": note, "flags": FLAGS})
+    script = (ASSETS / "viewer.js").read_text(encoding="utf-8")
+    style = (ASSETS / "viewer.css").read_text(encoding="utf-8")
+    policy = (f"default-src 'none'; script-src '{_hash(script)}'; style-src '{_hash(style)}'; img-src data:; "
+              "base-uri 'none'; form-action 'none'")
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_text(title)}</title>",
+        f"<style>{style}</style>",
+        "</head><body>",
+        '<noscript>This page needs JavaScript (its own inline script only; nothing is loaded).</noscript>',
+        f'<script id="pearl-data" type="application/octet-stream">{pack(data)}</script>',
+        f"<script>{script}</script>",
+        "</body></html>",
+    ])
+
+
+def write_page(records: Sequence[dict[str, Any]], path: Path, **kwargs: Any) -> Path:
+    """:func:`build_page` written to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(build_page(records, **kwargs), encoding="utf-8")
+    return path
+
+
+def sample(records: Sequence[dict[str, Any]], limit: int, seed: int = 0) -> tuple[list[dict[str, Any]], str]:
+    """At most ``limit`` records, flagged ones first, the rest a fixed random sample; and the note saying so."""
+    if len(records) <= limit:
+        return list(records), ""
+    flagged = [i for i, r in enumerate(records) if r["flags"]][:limit]
+    rest = [i for i, r in enumerate(records) if not r["flags"]]
+    chosen = set(flagged) | set(random.Random(seed).sample(rest, min(len(rest), limit - len(flagged))))
+    note = (f"showing {len(chosen):,} of {len(records):,} dialogues: every flagged one ({len(flagged):,}) and a fixed "
+            f"random sample of the rest (pearl-verl view --max-dialogues to change)")
+    return [records[i] for i in sorted(chosen)], note
+
+
+def encode(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The page's data: tables of problems and criteria, and one short-keyed object per record."""
+    problems: dict[tuple[str, str, str], int] = {}
+    criteria: dict[tuple[str, str], int] = {}
+    out = []
+    for rec in records:
+        key = (rec["problem_id"], rec["question"], rec["answer"])
+        problem = problems.setdefault(key, len(problems))
+        crit = None
+        if rec["criteria"]:
+            crit = [[criteria.setdefault((c["dimension"], c["criterion"]), len(criteria)), _num(c["score"]),
+                     c["rationale"] or ""] for c in rec["criteria"]]
+        out.append(_compact({
+            "i": rec["id"], "sl": rec["slot"], "s": rec["source"], "st": rec["step"], "g": rec["group"],
+            "tu": rec["tutor"], "p": problem, "ab": rec["ability"], "pf": rec["profile"], "mc": rec["misconception"],
+            "er": rec["end_reason"],
+            "t": [[1 if t["role"] == "tutor" else 0, t["text"], _state(t["state"])] for t in rec["turns"]],
+            "d": [_num(rec["dims"].get(d)) for d in DIMENSIONS] if rec["dims"] else None,
+            "ok": None if rec["judge_ok"] is None else int(rec["judge_ok"]), "ga": rec["gate"],
+            "je": rec["judge_error"], "c": crit, "r": _num(rec["reward"]),
+            "sh": [_num(rec["shaped"].get(d)) for d in DIMENSIONS] if rec["shaped"] else None,
+            "a": _num(rec["advantage"]), "f": rec["flags"], "lk": rec["leak_turns"],
+        }))
+    return {
+        "dims": list(DIMENSIONS),
+        "problems": [list(key) for key in problems],
+        "criteria": [list(key) for key in criteria],
+        "records": out,
+    }
+
+
+def _state(state: dict[str, Any] | None) -> list[Any] | None:
+    if state is None:
+        return None
+    return [state["intent"], state["attempt"], state["mastery"]]
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None else round(float(value), 3)
+
+
+def _compact(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in rec.items() if v not in (None, [], "")}
+
+
+def pack(data: Any) -> str:
+    """``data`` as JSON, gzip-compressed, base64-encoded: what the page's data block holds."""
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+
+
+def unpack(text: str) -> Any:
+    """Inverse of :func:`pack` (for tests and tools)."""
+    return json.loads(gzip.decompress(base64.b64decode(text)))
+
+
+def _text(value: str) -> str:
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _hash(source: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode("ascii")
