@@ -54,6 +54,16 @@ def run(args: argparse.Namespace) -> int:
 
 def serve(path: Path, port: int = 0) -> None:
     """Serve ``path`` alone on 127.0.0.1 until interrupted."""
+    with page_server(path, port) as server:
+        print(f"serving on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+
+
+def page_server(path: Path, port: int = 0):
+    """An HTTP server on 127.0.0.1 that answers ``/`` (and the file's own name) with ``path``, 404 otherwise."""
     import functools
     import http.server
 
@@ -69,9 +79,4 @@ def serve(path: Path, port: int = 0) -> None:
             pass
 
     handler = functools.partial(Page, directory=str(path.parent.resolve()))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        print(f"serving on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)")
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)

@@ -97,3 +97,22 @@ def test_large_inputs_keep_every_flagged_dialogue_and_say_so(run_folder):
     assert f"of {len(records):,} dialogues" in note
     encoded = encode(shown)
     assert len(encoded["problems"]) <= 6 and len(encoded["criteria"]) == 24  # stored once, not per dialogue
+
+
+def test_serve_answers_the_page_and_nothing_else(run_folder, tmp_path):
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from pearl_verl.view.view_cli import page_server
+
+    page = tmp_path / "v.html"
+    assert cli.main(["view", str(run_folder), "-o", str(page)]) == 0
+    (tmp_path / "secret.txt").write_text("not for the network")
+    with page_server(page) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert urllib.request.urlopen(base + "/").read() == page.read_bytes()
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(base + "/secret.txt")
+        server.shutdown()
