@@ -58,6 +58,8 @@ class HeldOut:
         dims: per dimension, the score per dialogue (None where the judge failed).
         observed: per observable, its value per dialogue.
         episodes: the dialogues.
+        judgements: per dialogue, the judgement as ``pearl-verl judge`` writes it, criteria and
+            rationales included (for ``pearl-verl view``); empty in files written before they were kept.
     """
 
     step: int
@@ -66,15 +68,17 @@ class HeldOut:
     dims: dict[str, list[float | None]]
     observed: dict[str, list[float]] = field(default_factory=dict)
     episodes: list[EpisodeRecord] = field(default_factory=list)
+    judgements: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, step: int, seeds: int, episodes: Sequence[EpisodeRecord], infos: Sequence[dict[str, Any]]) -> HeldOut:
+    def of(cls, step: int, seeds: int, episodes: Sequence[EpisodeRecord], infos: Sequence[dict[str, Any]],
+           judgements: Sequence[dict[str, Any]] = ()) -> HeldOut:
         ok = [bool(info["judge_ok"]) for info in infos]
         rewards = [statistics.fmean(float(info[d]) for d in DIMENSIONS) if good else None for info, good in zip(infos, ok)]
         dims = {d: [float(info[d]) if good else None for info, good in zip(infos, ok)] for d in DIMENSIONS}
         per_episode = [observables(e) for e in episodes]
         observed = {name: [row[name] for row in per_episode] for name in OBSERVABLES}
-        return cls(step, seeds, rewards, dims, observed, list(episodes))
+        return cls(step, seeds, rewards, dims, observed, list(episodes), list(judgements))
 
     @property
     def seed_means(self) -> list[float]:
@@ -149,13 +153,14 @@ def write_dialogues(path: Path, before: HeldOut, after: HeldOut, count: int = 4)
 def append_heldout(path: Path, held: HeldOut, phase: str) -> None:
     """Append one evaluation (every dialogue with its scores) as a JSON line."""
     append_metrics(path, {"phase": phase, "step": held.step, "seeds": held.seeds, "rewards": held.rewards,
-                          "dims": held.dims, "observed": held.observed, "episodes": [e.to_dict() for e in held.episodes]})
+                          "dims": held.dims, "observed": held.observed, "episodes": [e.to_dict() for e in held.episodes],
+                          "judgements": held.judgements})
 
 
 def read_heldout(path: Path) -> list[tuple[str, HeldOut]]:
     """Every evaluation logged so far, in order, with its phase (``initial``, ``cold_start``, ``train``)."""
     return [
         (row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"],
-                               [EpisodeRecord.from_dict(e) for e in row["episodes"]]))
+                               [EpisodeRecord.from_dict(e) for e in row["episodes"]], row.get("judgements", [])))
         for row in read_metrics(path)
     ]

@@ -199,8 +199,11 @@ class LocalTrainer:
         The training random state is saved and restored around it, so evaluating does not change
         the training run.
         """
+        from pearl_verl.judge.batch import judgement_fields
+
         episodes: list[EpisodeRecord] = []
         infos: list[dict[str, Any]] = []
+        judgements: list[dict[str, Any]] = []
         state = torch.get_rng_state()
         try:
             for k in range(self.config.eval_seeds):
@@ -208,10 +211,12 @@ class LocalTrainer:
                 outputs = asyncio.run(self._rollout(self.eval_samples, tag=f"eval{k}"))
                 batch = [_episode(output) for output in outputs]
                 episodes += batch
-                infos += [info for _, info, _ in asyncio.run(self._judge(batch))]
+                for episode, (_, info, result) in zip(batch, asyncio.run(self._judge(batch))):
+                    infos.append(info)
+                    judgements.append(judgement_fields(episode, result, error=not_judged_reason(episode)))
         finally:
             torch.set_rng_state(state)
-        return HeldOut.of(self.step_index, self.config.eval_seeds, episodes, infos)
+        return HeldOut.of(self.step_index, self.config.eval_seeds, episodes, infos, judgements)
 
     def cold_start(self) -> dict[str, float]:
         """SFT on scripted-teacher dialogues before RL; returns the losses' summary."""
@@ -321,7 +326,7 @@ class LocalTrainer:
         shaped = shaped_rewards(self.verl_config, infos, uids)
         rows = [
             {"step": self.step_index + 1, "uid": str(uid), "episode": episode.to_dict(),
-             "judge": judgement_fields(episode, result, error=None if result else not_judged_reason(episode)),
+             "judge": judgement_fields(episode, result, error=not_judged_reason(episode)),
              "reward": float(score) if info["judge_ok"] else None, "shaped": shaped[i],
              "advantage": float(advantages[i])}
             for i, (uid, episode, result, score, info) in enumerate(zip(uids, episodes, results, scores, infos))

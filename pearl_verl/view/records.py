@@ -244,9 +244,12 @@ def _train_rows(rows: list[dict[str, Any]], path: Path) -> Iterator[dict[str, An
 
 def _heldout_rows(rows: list[dict[str, Any]], path: Path) -> Iterator[dict[str, Any]]:
     for row in rows:
+        judgements = row.get("judgements") or []
         for i, episode in enumerate(row["episodes"]):
             judge = {d: row["dims"][d][i] for d in DIMENSIONS if d in row.get("dims", {})}
             judge["judge_ok"] = int(row["rewards"][i] is not None)
+            if i < len(judgements):  # written since the judgements (criteria, rationales, gate) are kept
+                judge = judgements[i]
             yield record(id=f"heldout:{row['step']}:{i:04d}", slot=f"heldout:{i:04d}", source="heldout",
                          episode=episode, step=row["step"], judge=judge, reward=row["rewards"][i])
 

@@ -89,6 +89,9 @@ def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
         assert d["episode"]["turns"] and d["judge"]["judge_ok"] in (0, 1)
         if d["judge"]["judge_ok"]:
             assert len(d["judge"]["criteria"]) == 24 and len(d["shaped"]) == 8 and d["reward"] is not None
+    held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
+    assert all(len(h["judgements"]) == len(h["episodes"]) for h in held)  # each held-out judgement kept whole
+    assert all(len(j["criteria"]) == 24 for h in held for j in h["judgements"] if j["judge_ok"])
     for uid in {d["uid"] for d in dumped}:  # within a group, advantages are z-scores: they sum to 0
         group = [d["advantage"] for d in dumped if d["uid"] == uid and d["judge"]["judge_ok"]]
         assert abs(sum(group)) < 1e-4

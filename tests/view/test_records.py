@@ -32,6 +32,16 @@ def test_a_train_local_folder_gives_steps_groups_and_held_out_slots(run_folder):
     assert len(socratic["criteria"]) == 24 and socratic["shaped"]["acc"] == 0.5 and socratic["ability"] == "low"
 
 
+def test_held_out_judgements_bring_their_criteria(run_folder):
+    path = run_folder / "heldout.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[1]["judgements"] = [judgement(0.9, rationale="asks before telling"), judgement(ok=False)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    held = {r["id"]: r for r in read_sources([run_folder]) if r["source"] == "heldout"}
+    assert held["heldout:2:0000"]["criteria"][0]["rationale"] == "asks before telling"
+    assert held["heldout:2:0001"]["flags"] == ["judge_failed"] and held["heldout:0:0000"]["criteria"] is None
+
+
 def test_judge_output_joins_its_dialogues_by_id(tmp_path):
     dialogues = tmp_path / "dialogues.jsonl"
     dialogues.write_text("".join(json.dumps({"id": key, **episode(turns)}) + "\n"
