@@ -40,5 +40,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"held-out judge reward {evals[0]['eval/reward/mean']:.3f} (step {evals[0]['step']}) -> "
                   f"{evals[-1]['eval/reward/mean']:.3f} (step {evals[-1]['step']})")
     print(f"done: step {rows[-1]['step']} of {config.steps}; outputs in {config.out_dir} (summary.txt, dialogues.md, "
-          f"curves.png, metrics.jsonl, heldout.jsonl, checkpoints/; library output in train.log, or on screen with -v)")
+          f"curves.png, metrics.jsonl, heldout.jsonl, dialogues/, checkpoints/; library output in train.log, or on "
+          f"screen with -v); read the dialogues with: pearl-verl view {config.out_dir} -o view.html")
     return 0
