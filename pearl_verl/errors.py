@@ -12,6 +12,7 @@ validation) keep working unchanged.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 
 class InputError(ValueError):
@@ -22,3 +23,15 @@ def located(path: str | os.PathLike, line: int | None, message: str, field: str 
     """``FILE:LINE: field: message`` (line and field left out when unknown) as an :class:`InputError`."""
     where = f"{os.fspath(path)}:{line}" if line is not None else os.fspath(path)
     return InputError(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+def check_choices(config: Any, prefix: str = "", none_ok: bool = False) -> None:
+    """Each setting named in ``config.CHOICES`` holds one of its allowed values (None too when ``none_ok``).
+
+    Raises:
+        InputError: ``{prefix}{name}={value!r} must be one of [...]`` for the first that does not.
+    """
+    for name, allowed in config.CHOICES.items():
+        value = getattr(config, name)
+        if not (none_ok and value is None) and value not in allowed:
+            raise InputError(f"{prefix}{name}={value!r} must be one of {list(allowed)}.")

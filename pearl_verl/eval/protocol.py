@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.dialogue.problem import Problem
-from pearl_verl.errors import InputError
+from pearl_verl.errors import InputError, check_choices
 from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
 
@@ -61,9 +61,7 @@ class EvalProtocol:
     def __post_init__(self) -> None:
         if self.max_turns < 1:
             raise InputError(f"max_turns={self.max_turns} must be >= 1 (paper: 20 in evaluation).")
-        for name, allowed in self.CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise InputError(f"{name}={getattr(self, name)!r} must be one of {list(allowed)}.")
+        check_choices(self)
         self.sampling()
         ConditionSampler(misconception_rate=self.misconception_rate)
 

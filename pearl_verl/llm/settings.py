@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pearl_verl.errors import InputError
+from pearl_verl.errors import InputError, check_choices
 from pearl_verl.llm.types import STRUCTURED_OUTPUTS, EndpointConfig, SamplingConfig, check_api_key_env
 
 SAMPLING_FIELDS: tuple[str, ...] = ("temperature", "top_p", "top_k", "max_tokens")
@@ -60,10 +60,7 @@ class EndpointSettings:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name, allowed in self.CHOICES.items():
-            value = getattr(self, name)
-            if value is not None and value not in allowed:
-                raise InputError(f"{self.SECTION}.{name}={value!r} must be one of {list(allowed)}.")
+        check_choices(self, prefix=f"{self.SECTION}.", none_ok=True)
         check_api_key_env(self.api_key_env)
         if self.needs_endpoint:
             if not self.base_url or not self.model:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from pearl_verl.errors import InputError
+from pearl_verl.errors import InputError, check_choices
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
 DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
@@ -122,9 +122,7 @@ class LocalTrainConfig:
                      "eval_seeds"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name}={getattr(self, name)} must be >= 1.")
-        for name, allowed in self.CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise InputError(f"{name}={getattr(self, name)!r} must be one of {list(allowed)}.")
+        check_choices(self)
         if self.group_size < 2:
             raise InputError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
         self.ability_mix  # validates student_ability
