@@ -12,11 +12,11 @@ line) and the Hugging Face export of the last checkpoint (``save_contents`` with
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pearl_verl.jsonl import read_objects
 from pearl_verl.verl_plugin.doctor import Check, format_report
 
 REQUIRED_METRICS: dict[str, Callable[[str], bool]] = {
@@ -34,7 +34,7 @@ def metric_checks(metrics_file: Path, steps: int) -> list[Check]:
     if not metrics_file.is_file():
         return [Check("metrics", False, f"{metrics_file} was not written",
                       "keep \"file\" in trainer.logger and VERL_FILE_LOGGER_PATH pointing there; see the run's output")]
-    rows = read_metric_rows(metrics_file)
+    rows = [row for _, row in read_objects(metrics_file, "metrics file")]
     training = [row for row in rows if any(k.startswith("pearl/") for k in row.get("data", {}))]
     checks = [Check("training steps logged", len(training) >= steps, f"{len(training)} of {steps}",
                     "" if len(training) >= steps else "the run stopped early: read its output above")]
@@ -104,11 +104,6 @@ def _verdict(report: str, checks: Sequence[Check]) -> str:
     last = "smoke run passed: the stack trains on this machine." if not failed else (
         f"smoke run FAILED {len(failed)} check(s): fix them before a full run.")
     return "\n".join([*report.splitlines()[:-1], last])
-
-
-def read_metric_rows(path: Path) -> list[Mapping[str, object]]:
-    """The logged rows of verl's file logger (``{"step": n, "data": {...}}`` per line)."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 if __name__ == "__main__":

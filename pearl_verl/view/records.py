@@ -9,7 +9,6 @@ record is a plain dict (see :func:`record`); a reviewer's flags are computed her
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
+from pearl_verl.jsonl import read_objects
 
 FLAGS: dict[str, str] = {
     "answer_first": "the tutor stated the final answer before the student reached it",
@@ -212,15 +212,7 @@ def _read_folder(folder: Path) -> Iterator[dict[str, Any]]:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{number}: not JSON ({exc.msg}).") from None
-    return rows
+    return [row for _, row in read_objects(path, "dialogue file")]
 
 
 def _sniff(path: Path) -> tuple[str, list[dict[str, Any]]]:
