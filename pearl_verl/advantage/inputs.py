@@ -60,6 +60,12 @@ def breakdown_from_inputs(inputs: PearlInputs, index: Any, config: AdvantageConf
     )
 
 
+def shaped_rewards(rows: Sequence[Mapping[str, Any]], index: Any, config: AdvantageConfig) -> list[list[float] | None]:
+    """Per sample, the discretised and turn-decayed reward r~ of each dimension (None where the judge failed)."""
+    breakdown = breakdown_from_inputs(inputs_from_rows(rows, config), index, config)
+    return [row.tolist() if bool(ok) else None for row, ok in zip(breakdown.rewards, breakdown.valid)]
+
+
 def inputs_from_rows(
     rows: Sequence[Mapping[str, Any]],
     config: AdvantageConfig,

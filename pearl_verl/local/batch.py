@@ -49,15 +49,6 @@ def advantages_for(
     return scalar_advantages(config.algorithm, uids, list(infos), settings, metrics=metrics, rewards=rewards)
 
 
-def shaped_rewards(config: DictConfig, infos: Sequence[dict[str, Any]], uids: np.ndarray) -> list[list[float] | None]:
-    """Per dialogue, the discretised and turn-decayed reward r~ of each dimension (None where the judge failed)."""
-    from pearl_verl.advantage.inputs import breakdown_from_inputs, inputs_from_rows
-
-    settings = pearl_config_from_root(config).advantage
-    breakdown = breakdown_from_inputs(inputs_from_rows(list(infos), settings), uids, settings)
-    return [row.tolist() if bool(ok) else None for row, ok in zip(breakdown.rewards, breakdown.valid)]
-
-
 def policy_update(actor: Any, config: DictConfig, outputs: Sequence[Any], advantages: torch.Tensor) -> dict[str, float]:
     """Recompute old log-probs with the actor, then one GSPO update over the batch.
 

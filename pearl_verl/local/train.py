@@ -320,10 +320,11 @@ class LocalTrainer:
     def _write_dialogues(self, uids: np.ndarray, episodes: Sequence[EpisodeRecord], results: Sequence[Any],
                          scores: Sequence[float], infos: Sequence[dict[str, Any]], advantages: torch.Tensor) -> None:
         """``dialogues/step_NNNN.jsonl``: each dialogue, its judgement, shaped rewards and advantage (``view``)."""
+        from pearl_verl.advantage.inputs import shaped_rewards
         from pearl_verl.judge.batch import judgement_fields
-        from pearl_verl.local.batch import shaped_rewards
+        from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 
-        shaped = shaped_rewards(self.verl_config, infos, uids)
+        shaped = shaped_rewards(list(infos), uids, pearl_config_from_root(self.verl_config).advantage)
         rows = [
             {"step": self.step_index + 1, "uid": str(uid), "episode": episode.to_dict(),
              "judge": judgement_fields(episode, result, error=not_judged_reason(episode)),

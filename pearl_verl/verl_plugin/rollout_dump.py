@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.advantage.estimator import AdvantageConfig
-from pearl_verl.advantage.inputs import breakdown_from_inputs, inputs_from_rows
+from pearl_verl.advantage.inputs import shaped_rewards
+from pearl_verl.judge.reward_info import reward_score
 from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
 
 MAX_TURN_CHARS = 8_000
@@ -25,7 +26,7 @@ def dump_rows(step: int, uids: Sequence[str], extras: Sequence[Any], advantages:
               settings: AdvantageConfig) -> list[dict[str, Any]]:
     """One row per dialogue (the final row of each session; ``uids`` etc. already restricted to those)."""
     infos = [dict(_info(extra)) for extra in extras]
-    breakdown = breakdown_from_inputs(inputs_from_rows(infos, settings), list(uids), settings)
+    shaped = shaped_rewards(infos, list(uids), settings)
     rows = []
     for k, (uid, extra, info) in enumerate(zip(uids, extras, infos, strict=True)):
         episode = extra.get(EPISODE_KEY) if isinstance(extra, Mapping) else None
@@ -34,8 +35,8 @@ def dump_rows(step: int, uids: Sequence[str], extras: Sequence[Any], advantages:
             "uid": str(uid),
             "episode": _bounded(episode) if isinstance(episode, Mapping) else None,
             "judge": info,
-            "reward": sum(float(info[d]) for d in settings.dims) / len(settings.dims) if info.get("judge_ok") else None,
-            "shaped": breakdown.rewards[k].tolist() if bool(breakdown.valid[k]) else None,
+            "reward": reward_score(info) if info.get("judge_ok") else None,
+            "shaped": shaped[k],
             "advantage": float(advantages[k]),
         })
     return rows
