@@ -98,6 +98,12 @@ OVERRIDE_KEYS: dict[str, str] = {
 """verl override key (without a leading ``+``) -> :class:`RecipeSettings` field."""
 
 
+def override_values(overrides: list[str]) -> dict[str, str]:
+    """``{key: value}`` of ``key=value`` overrides, a leading ``+`` dropped (other words, such as the
+    command itself in a dry run's output, are skipped; a later key wins, as in Hydra)."""
+    return dict(o.lstrip("+").split("=", 1) for o in overrides if "=" in o)
+
+
 def settings_from_overrides(overrides: list[str]) -> RecipeSettings:
     """The :class:`RecipeSettings` of a recipe's ``key=value`` overrides (others are ignored).
 
@@ -106,12 +112,11 @@ def settings_from_overrides(overrides: list[str]) -> RecipeSettings:
     """
     fields = {f: getattr(RecipeSettings, f) for f in OVERRIDE_KEYS.values()}
     values: dict[str, Any] = {}
-    for override in overrides:
-        key, sep, value = override.partition("=")
-        key = key.lstrip("+")
-        if key == "model_engine" and value == "megatron":
-            values["engine"] = "megatron"
-        if not sep or key not in OVERRIDE_KEYS:
+    given = override_values(overrides)
+    if given.get("model_engine") == "megatron":
+        values["engine"] = "megatron"
+    for key, value in given.items():
+        if key not in OVERRIDE_KEYS:
             continue
         field = OVERRIDE_KEYS[key]
         default = fields[field]
@@ -125,7 +130,7 @@ def settings_from_overrides(overrides: list[str]) -> RecipeSettings:
             else:
                 values[field] = int(value)
         except ValueError:
-            raise InputError(f"override {override!r}: {value!r} is not a number.") from None
+            raise InputError(f"override '{key}={value}': {value!r} is not a number.") from None
     return RecipeSettings(**values)
 
 
@@ -303,7 +308,7 @@ def make_plan(tutor: ModelSpec, student: ModelSpec, judge: ModelSpec, recipe: Re
         "judge": _server(judge, a.judge_gpu_memory_gb, a.judge_gpus_per_replica, a.judge_tokens_per_s_per_replica,
                          tokens.judge_output, window, judge_request, a),
     }
-    verdicts, fits = _verdicts(tutor, recipe, a, training, rollout, servers, window)
+    verdicts, fits = _verdicts(recipe, a, training, rollout, servers, window)
     return Plan(recipe, a, training, rollout, tokens, servers, verdicts, fits)
 
 
@@ -324,7 +329,6 @@ def _server(model: ModelSpec, gpu_gb: float, tp: int, tps: float, output: float,
 
 
 def _verdicts(
-    tutor: ModelSpec,
     recipe: RecipeSettings,
     a: Assumptions,
     training: Mapping[str, float],

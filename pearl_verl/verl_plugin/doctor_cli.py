@@ -54,13 +54,13 @@ def cluster_target(args: argparse.Namespace):
     import ast
 
     from pearl_verl.cluster.model_specs import model_spec
-    from pearl_verl.cluster.plan import settings_from_overrides, training_memory
+    from pearl_verl.cluster.plan import override_values, settings_from_overrides, training_memory
     from pearl_verl.cluster.plan_cli import DEFAULT_RECIPE, recipe_overrides
     from pearl_verl.verl_plugin.cluster_checks import ClusterTarget
 
     recipe = args.recipe or (DEFAULT_RECIPE if DEFAULT_RECIPE.exists() else None)
     overrides = recipe_overrides(recipe, None, []) if recipe else []
-    values = dict(o.lstrip("+").split("=", 1) for o in overrides if "=" in o)
+    values = override_values(overrides)
     settings = settings_from_overrides(overrides)
     endpoints = {}
     for role, section in ENDPOINT_KEYS.items():
