@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import html
 import json
 import random
 from collections.abc import Sequence
@@ -45,7 +46,7 @@ def build_page(records: Sequence[dict[str, Any]], title: str = "pearl-verl view"
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_text(title)}</title>",
+        f"<title>{html.escape(title)}</title>",
         f"<style>{style}</style>",
         "</head><body>",
         '<noscript>This page needs JavaScript (its own inline script only; nothing is loaded).</noscript>',
@@ -128,10 +129,6 @@ def pack(data: Any) -> str:
 def unpack(text: str) -> Any:
     """Inverse of :func:`pack` (for tests and tools)."""
     return json.loads(gzip.decompress(base64.b64decode(text)))
-
-
-def _text(value: str) -> str:
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def _hash(source: str) -> str:
