@@ -23,6 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin.doctor import Check
 
 PINNED_PACKAGES = {"torch": "vllm", "vllm": "vllm", "transformers": "vllm", "flash-attn": "fsdp"}
@@ -128,7 +129,10 @@ def endpoint_checks(role: str, base_url: str | None, model: str | None, api_key_
     if not base_url or not model:
         return [Check(name, False, "no base URL or model given",
                       f"pass --{role}-base-url and --{role}-model, or a recipe that sets them")]
-    return asyncio.run(_endpoint_checks(role, base_url, model, api_key_env, samples))
+    try:
+        return asyncio.run(_endpoint_checks(role, base_url, model, api_key_env, samples))
+    except InputError as exc:  # a bad URL or an unset key variable: this check's line, not the doctor's end
+        return [Check(name, False, str(exc), f"fix the {role} endpoint's settings")]
 
 
 async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: str | None, samples: int) -> list[Check]:

@@ -70,6 +70,10 @@ def test_endpoint_failures_name_their_cause():
         checks = endpoint_checks("judge", server.base_url, "j", None)
     assert checks[1].ok and not checks[2].ok and "unparseable or failed" in checks[2].detail
 
+    with LocalChatServer(_reply, model="j") as server:  # a key variable that is not set: a failed line, no crash
+        (unset,) = endpoint_checks("judge", server.base_url, "j", "PEARL_DOCTOR_UNSET_KEY")
+    assert not unset.ok and "PEARL_DOCTOR_UNSET_KEY" in unset.detail and "not set" in unset.detail
+
     (down,) = endpoint_checks("judge", "http://127.0.0.1:9/v1", "j", None)
     assert not down.ok and "GET /models failed" in down.detail and "serve_judge.sh" in down.fix
 
