@@ -1,9 +1,10 @@
 """Run verl's FSDP2 training engine on a CPU: a verl platform for the host CPU and the engine entry.
 
 verl 0.9.1 ships platforms for NVIDIA, Ascend and ROCm only, and registers its FSDP engine for
-``cuda``/``npu`` devices. The local training loop installs, in its own process and only when no
-GPU is present, a platform whose device is ``cpu`` (gloo collectives, no-op memory/sync calls) and
-registers verl's unmodified ``FSDPEngineWithLMHead`` for that device. Nothing here runs on import.
+``cuda``/``npu`` devices. :class:`PlatformHostCPU` is a platform whose device is ``cpu`` (gloo
+collectives, no-op memory/sync calls). verl never picks it by itself: it is selected by
+``VERL_PLATFORM=cpu`` (verl's trainer, :mod:`pearl_verl.local.verl_cpu`) or installed in one
+process by :func:`install_host_cpu_platform`. Nothing here runs on import.
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ class PlatformHostCPU(PlatformCUDA):
         return True
 
     def is_platform_available(self, use_smi_check: bool = False) -> bool:
-        return not torch.cuda.is_available()
+        # Never auto-detected: a CPU run is asked for (VERL_PLATFORM=cpu), so a machine with a GPU
+        # or an accelerator verl does not know yet never falls onto the CPU silently.
+        return False
 
     def current_device(self) -> str:
         # verl passes this straight to .to(...) and torch.device(...): the host device, not an index.

@@ -4,6 +4,10 @@ Episodes run concurrently in one event loop; their tutor-generation requests are
 micro-batches (left-padded) and generated together in a worker thread, so the student simulator
 keeps running while the model generates. Weights are a separate copy of the policy, refreshed
 from the training engine after every update, as verl's rollout replicas are.
+
+Each generated token comes with its log-probability under the model's logits divided by the
+temperature (what verl's actor computes as the old log-prob; top-k/top-p truncation is not
+applied to it), so verl's trainer can use them as ``rollout_log_probs``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,36 @@ class _Request:
     future: asyncio.Future
 
 
+class _SampledLogProbs:
+    """A logits processor that keeps the log-probability of each sampled token, not the whole vocabulary.
+
+    transformers runs custom processors before its sampling warpers, so it sees the model's logits;
+    it divides them by the temperature itself. The token drawn from step t's scores appears as the
+    last input id at step t+1, so each call gathers the previous step's choice; the final step's
+    choice is gathered by :meth:`finish`.
+    """
+
+    def __init__(self, temperature: float) -> None:
+        self.temperature = temperature if temperature > 0 else 1.0
+        self.chosen: list[torch.Tensor] = []
+        self._last: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        self._gather(input_ids[:, -1])
+        self._last = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return scores
+
+    def finish(self, last_tokens: torch.Tensor) -> torch.Tensor:
+        """(batch, generated) log-probabilities, once generation returned its sequences."""
+        self._gather(last_tokens)
+        return torch.stack(self.chosen, dim=1) if self.chosen else torch.zeros((len(last_tokens), 0))
+
+    def _gather(self, tokens: torch.Tensor) -> None:
+        if self._last is not None:
+            self.chosen.append(self._last.gather(1, tokens.view(-1, 1).to(self._last.device)).squeeze(1).cpu())
+            self._last = None
+
+
 class HFGenerateServer:
     """``generate(request_id, *, prompt_ids, sampling_params)`` -> ``TokenOutput``, batched.
 
@@ -48,6 +82,7 @@ class HFGenerateServer:
         self.stop_token_ids = sorted(set(stop_token_ids))
         self.max_batch = max_batch
         self.generated_tokens = 0
+        self.global_steps: int | None = None  # the trainer step whose weights generate (verl's extra field)
         self._pending: list[_Request] = []
         self._sampling: dict[str, Any] = {}
         self._worker: asyncio.Task | None = None
@@ -59,8 +94,10 @@ class HFGenerateServer:
         self._pending.append(request)
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._drain())
-        token_ids = await request.future
-        return TokenOutput(token_ids=token_ids, log_probs=None, stop_reason="completed", extra_fields={})
+        token_ids, log_probs = await request.future
+        return TokenOutput(
+            token_ids=token_ids, log_probs=log_probs, stop_reason="completed", extra_fields={"global_steps": self.global_steps}
+        )
 
     @torch.no_grad()
     def load_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
@@ -88,11 +125,11 @@ class HFGenerateServer:
                 for request in batch:
                     request.future.set_exception(exc)
                 continue
-            for request, ids in zip(batch, outputs):
-                request.future.set_result(ids)
+            for request, result in zip(batch, outputs):
+                request.future.set_result(result)
 
     @torch.no_grad()
-    def _generate(self, batch: list[_Request]) -> list[list[int]]:
+    def _generate(self, batch: list[_Request]) -> list[tuple[list[int], list[float]]]:
         device = next(self.model.parameters()).device
         width = max(len(r.prompt_ids) for r in batch)
         ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
@@ -102,6 +139,7 @@ class HFGenerateServer:
             mask[row, width - len(request.prompt_ids) :] = 1
         temperature = float(self._sampling.get("temperature") or 0.0)
         top_k = self._sampling.get("top_k")
+        log_probs = _SampledLogProbs(temperature)
         sampled = self.model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
@@ -112,14 +150,18 @@ class HFGenerateServer:
             top_k=top_k if (temperature > 0 and top_k and top_k > 0) else None,
             eos_token_id=self.stop_token_ids,
             pad_token_id=self.pad_token_id,
+            logits_processor=[log_probs],
         )
-        return [self._trim(sampled[row, width:].tolist(), request.max_tokens) for row, request in enumerate(batch)]
+        chosen = log_probs.finish(sampled[:, -1]).tolist()
+        return [
+            self._trim(sampled[row, width:].tolist(), chosen[row], request.max_tokens) for row, request in enumerate(batch)
+        ]
 
-    def _trim(self, new_ids: list[int], max_tokens: int) -> list[int]:
+    def _trim(self, new_ids: list[int], log_probs: list[float], max_tokens: int) -> tuple[list[int], list[float]]:
         """The request's own tokens: up to and including its first stop token, within its cap."""
         for i, token in enumerate(new_ids[:max_tokens]):
             if token in self.stop_token_ids:
                 self.generated_tokens += i + 1
-                return new_ids[: i + 1]
+                return new_ids[: i + 1], log_probs[: i + 1]
         self.generated_tokens += min(len(new_ids), max_tokens)
-        return new_ids[:max_tokens]
+        return new_ids[:max_tokens], log_probs[:max_tokens]

@@ -1,7 +1,7 @@
 """Every private verl name pearl_verl relies on, in one place, checked against the verl we test.
 
 verl's public extension points (the registries, ``register_trainer``, the ``verl.plugins`` entry
-point) carry most of the plugin, but six couplings reach into verl's internals:
+point) carry most of the plugin, but eight couplings reach into verl's internals:
 
 - the agent-loop registry (``_agent_loop_registry``), which verl exposes only through ``@register``;
 - the continuous-token builder's ``_render_tokens``, which the agent loop memoises;
@@ -9,6 +9,12 @@ point) carry most of the plugin, but six couplings reach into verl's internals:
 - TransferQueue's row keys ``{uid}_{session_id}_{index}``, parsed to count each session once;
 - ``EngineRegistry._engines``, read to register the FSDP engine for the host CPU idempotently;
 - ``DictConfig._get_root()``, the only way from ``algorithm`` up to the root ``pearl`` section;
+- the rollout-class registry ``verl.workers.rollout.base._ROLLOUT_REGISTRY`` (verl has a public
+  registry for rollout replicas but none for the worker-side adapter), where the CPU ``hf``
+  rollout adds its adapter;
+- ``verl.workers.engine_workers.initialize_global_process_group_ray``, which builds the backend
+  ``cpu:gloo,{device}:{backend}`` that torch rejects when the device is the CPU: in a
+  ``VERL_PLATFORM=cpu`` process the workers call it with plain ``gloo`` (the one patch of verl);
 
 plus the three legacy-trainer functions :mod:`pearl_verl.verl_plugin.legacy` wraps. Importing this
 module warns (:class:`UntestedVerlWarning`) when the installed verl is not the tested one, and
@@ -31,7 +37,10 @@ from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 from verl.trainer.ppo import ray_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.tokenizer.continuous_token import ContinuousTokenBuilder
+from verl.workers import engine_workers
 from verl.workers.engine.base import EngineRegistry
+from verl.workers.rollout import base as rollout_base
+from verl.workers.rollout.replica import RolloutReplicaRegistry
 
 from pearl_verl.verl_plugin import TESTED_VERL
 
@@ -132,6 +141,56 @@ def register_engine_once(engine_class: type, model_type: str, backend: str, devi
     return True
 
 
+# --- the rollout backends ----------------------------------------------------------------------
+
+
+def register_rollout_backend(name: str, module: str, *, replica: str, adapter: str) -> None:
+    """Make ``rollout.name=<name>`` resolve to ``module.replica`` (server side) and ``module.adapter`` (worker side).
+
+    The replica goes through verl's public ``RolloutReplicaRegistry``; the adapter into the private
+    rollout-class table that ``get_rollout_class`` reads. Both are looked up lazily, by name.
+    """
+    import importlib
+
+    RolloutReplicaRegistry.register(name, lambda: getattr(importlib.import_module(module), replica))
+    rollout_base._ROLLOUT_REGISTRY[(name, "async")] = f"{module}.{adapter}"
+
+
+def _check_rollout_registry() -> None:
+    table = getattr(rollout_base, "_ROLLOUT_REGISTRY", None)
+    if not isinstance(table, dict) or ("vllm", "async") not in table:
+        raise VerlCouplingError(
+            "verl.workers.rollout.base._ROLLOUT_REGISTRY is gone or no longer keyed by (name, mode): "
+            "the CPU rollout backend cannot register its adapter."
+        )
+
+
+# --- the worker process group on the CPU -------------------------------------------------------
+
+
+def use_gloo_process_group() -> None:
+    """In this process, verl's workers start their process group with ``gloo`` alone. Idempotent."""
+    original = engine_workers.initialize_global_process_group_ray
+    if getattr(original, "pearl_gloo", False):
+        return
+
+    def initialize_gloo(timeout_second: Any = None, backend: Any = None) -> Any:
+        return original(timeout_second=timeout_second, backend=backend or "gloo")
+
+    initialize_gloo.pearl_gloo = True  # type: ignore[attr-defined]
+    engine_workers.initialize_global_process_group_ray = initialize_gloo
+
+
+def _check_process_group() -> None:
+    function = getattr(engine_workers, "initialize_global_process_group_ray", None)
+    params = inspect.signature(function).parameters if callable(function) else {}
+    if "backend" not in params or "timeout_second" not in params:
+        raise VerlCouplingError(
+            "verl.workers.engine_workers.initialize_global_process_group_ray(timeout_second, backend) changed: "
+            "the CPU platform cannot give verl's workers a gloo process group."
+        )
+
+
 # --- OmegaConf's root --------------------------------------------------------------------------
 
 
@@ -163,6 +222,8 @@ def check_couplings() -> list[Coupling]:
         _coupling("engine registry", lambda: _is_instance(EngineRegistry.__dict__.get("_engines"), dict, "_engines")),
         _coupling("config root", _check_config_root),
         _coupling("legacy trainer hooks", _check_legacy_hooks),
+        _coupling("rollout-class registry", _check_rollout_registry),
+        _coupling("worker process group", _check_process_group),
     ]
 
 

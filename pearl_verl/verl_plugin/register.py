@@ -7,15 +7,20 @@ swallows any exception at DEBUG level, so a broken plugin fails silently.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+# First, before any verl module below reads the device: the CPU platform must be registered by then.
+from pearl_verl.local.verl_cpu import register_cpu_parts
 
-from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
-from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
-from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
+register_cpu_parts()
 
-from pearl_verl.verl_plugin import agent_loop, estimator, reward_manager, trainer_v1
-from pearl_verl.verl_plugin.compat import AGENT_LOOP_REGISTRY
+from dataclasses import dataclass  # noqa: E402
+from typing import Any  # noqa: E402
+
+from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER  # noqa: E402
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY  # noqa: E402
+from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY  # noqa: E402
+
+from pearl_verl.verl_plugin import agent_loop, estimator, reward_manager, trainer_v1  # noqa: E402
+from pearl_verl.verl_plugin.compat import AGENT_LOOP_REGISTRY  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,212 @@
+"""``actor_rollout_ref.rollout.name=hf``: a verl rollout backend over Hugging Face ``generate``, for CPU runs.
+
+verl 0.9.1 registers vLLM, SGLang and TensorRT-LLM only, none of which runs on this project's CPU
+machines, and its ``HFRollout``/``NaiveRollout`` are in no registry. This backend plugs into the
+same two registries as vLLM does, in hybrid mode (rollout and actor share the workers):
+
+- :class:`HFRolloutReplica` (``RolloutReplicaRegistry``) starts one :class:`HFRolloutServer` Ray
+  actor per replica, which the agent loop's server manager calls ``generate`` on;
+- :class:`HFServerAdapter` (the rollout-class registry) lives in each actor worker; verl's weight
+  sync hands it the trained weights, which it packs back into Hugging Face names and sends to
+  the server.
+
+The server batches concurrent requests (:class:`pearl_verl.local.hf_server.HFGenerateServer`) and
+returns each token's log-probability, so ``rollout.calculate_log_probs`` works. It has no KV cache
+to free and no weights to offload: sleep and wake-up are no-ops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import ray
+import torch
+from verl.workers.rollout.base import BaseRollout
+from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+
+logger = logging.getLogger(__name__)
+
+BACKEND = "hf"
+_SERVER_PREFIX = "pearl_hf_server_"
+_EXPERT = re.compile(r"^(?P<base>.*\.mlp\.experts)\.(?P<expert>\d+)\.(?P<proj>gate_proj|up_proj|down_proj)\.weight$")
+
+
+def server_name(replica_rank: int) -> str:
+    """The Ray actor name of a replica's server (the adapter finds it by name, as vLLM's does)."""
+    return f"{_SERVER_PREFIX}{replica_rank}"
+
+
+class HFRolloutServer:
+    """One replica's generation server: an HF model in this Ray actor, batched ``generate``."""
+
+    def __init__(self, config: Any, model_config: Any, replica_rank: int = 0, **_: Any) -> None:
+        self.config = config
+        self.model_config = model_config
+        self.replica_rank = replica_rank
+        self.server: Any = None
+        self.weight_updates = 0
+
+    def launch_server(self) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from verl.utils.fs import copy_to_local
+
+        from pearl_verl.local.hf_server import HFGenerateServer
+        from pearl_verl.verl_plugin.agent_loop import special_ids
+
+        path = copy_to_local(self.model_config.path)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        dtype = getattr(torch, str(self.config.dtype))
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
+        threads = int(os.environ.get("PEARL_ROLLOUT_THREADS", "0"))
+        if threads > 0:
+            torch.set_num_threads(threads)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        stops = set(special_ids(tokenizer)[0])
+        if tokenizer.eos_token_id is not None:
+            stops.add(tokenizer.eos_token_id)
+        self.server = HFGenerateServer(model, pad, stops, max_batch=int(self.config.max_num_seqs))
+        torch.manual_seed(int(self.config.seed) + self.replica_rank)  # rollout.seed, as vLLM's sampling seed
+
+    async def generate(
+        self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str, **kwargs: Any
+    ) -> TokenOutput:
+        return await self.server.generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params)
+
+    def load_weights(self, state_dict: dict[str, torch.Tensor]) -> int:
+        """Load the trained weights; returns how many updates this server has received."""
+        self.server.load_weights(state_dict)
+        self.weight_updates += 1
+        return self.weight_updates
+
+    def weights_digest(self) -> dict[str, float]:
+        """A number per parameter (its sum), for tests that the weights changed after an update."""
+        return {name: float(t.double().sum()) for name, t in self.server.model.state_dict().items()}
+
+    def set_global_steps(self, global_steps: int) -> None:
+        self.server.global_steps = global_steps
+
+    def generated_tokens(self) -> int:
+        return self.server.generated_tokens
+
+    # verl's server controls: nothing to free or pause in a plain HF model.
+    async def wake_up(self, tags: list[str] | None = None) -> None:
+        return None
+
+    async def sleep(self) -> None:
+        return None
+
+    async def clear_kv_cache(self) -> None:
+        return None
+
+    async def release_kv_cache(self) -> None:
+        return None
+
+    async def resume_kv_cache(self) -> None:
+        return None
+
+    async def wait_for_requests_to_drain(self) -> None:
+        return None
+
+    async def abort_all_requests(self, reset_prefix_cache: bool = True, reject_request: bool = False) -> dict[str, Any]:
+        return {"aborted_count": 0, "request_ids": []}
+
+    async def resume_generation(self) -> None:
+        return None
+
+    async def start_profile(self, **kwargs: Any) -> None:
+        return None
+
+    async def stop_profile(self) -> None:
+        return None
+
+
+class HFRolloutReplica(RolloutReplica):
+    """verl's rollout replica for the ``hf`` backend (hybrid mode: actor workers do the weight sync)."""
+
+    async def launch_servers(self) -> None:
+        if self.rollout_mode is None or self.rollout_mode.value != "hybrid":
+            raise NotImplementedError(
+                f"rollout.name={BACKEND} runs beside the actor (hybrid engine) only, not in {self.rollout_mode} mode"
+            )
+        server = (
+            ray.remote(HFRolloutServer)
+            .options(name=server_name(self.replica_rank), max_concurrency=self.max_concurrency, num_cpus=0)
+            .remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
+        )
+        await server.launch_server.remote()
+        self.servers = [server]
+        self._server_handle = server
+        self._server_address = f"{BACKEND}-replica-{self.replica_rank}"
+
+
+class HFServerAdapter(BaseRollout):
+    """The actor worker's side of the ``hf`` backend: receives verl's weight sync, forwards it to the server."""
+
+    def __init__(self, config: Any, model_config: Any, device_mesh: Any, replica_rank: int = -1) -> None:
+        super().__init__(config, model_config, device_mesh)
+        rank = int(os.environ.get("RANK", "0"))
+        replica_world = (
+            self.config.tensor_model_parallel_size * self.config.data_parallel_size * self.config.pipeline_model_parallel_size
+        )
+        self.replica_rank = rank // replica_world if replica_rank == -1 else replica_rank
+        self.sends = rank % replica_world == 0  # every rank gathers the full weights; one sends them
+        self._server: Any = None
+
+    async def resume(self, tags: list[str]) -> None:
+        return None
+
+    async def release(self) -> None:
+        return None
+
+    @torch.no_grad()
+    async def update_weights(self, weights: Any, global_steps: int | None = None, wire_format: str = "named_tensors", **kwargs: Any) -> None:
+        if wire_format != "named_tensors":
+            raise NotImplementedError(f"rollout.name={BACKEND} takes full weights (named_tensors), not {wire_format}")
+        # Iterate on every rank: gathering a sharded parameter is a collective.
+        state = {name: tensor.detach().to("cpu", copy=True) async for name, tensor in _aiter(weights)}
+        if not self.sends:
+            return
+        if self._server is None:
+            self._server = ray.get_actor(server_name(self.replica_rank))
+        await self._server.load_weights.remote(pack_experts(state))
+        if global_steps is not None:
+            await self._server.set_global_steps.remote(global_steps)
+
+
+def pack_experts(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Undo verl's per-expert split (vLLM's checkpoint names) into transformers 5's packed expert tensors.
+
+    ``...mlp.experts.{i}.gate_proj/up_proj/down_proj.weight`` become ``...mlp.experts.gate_up_proj``
+    (``[E, 2I, H]``, gate then up) and ``...mlp.experts.down_proj`` (``[E, H, I]``); other names pass.
+    """
+    packed: dict[str, torch.Tensor] = {}
+    experts: dict[str, dict[str, dict[int, torch.Tensor]]] = {}
+    for name, tensor in state.items():
+        match = _EXPERT.match(name)
+        if match is None:
+            packed[name] = tensor
+            continue
+        experts.setdefault(match["base"], {}).setdefault(match["proj"], {})[int(match["expert"])] = tensor
+    for base, projections in experts.items():
+        def stacked(proj: str, projections: dict = projections, base: str = base) -> torch.Tensor:
+            by_expert = projections.get(proj, {})
+            if sorted(by_expert) != list(range(len(by_expert))) or not by_expert:
+                raise ValueError(f"{base}: experts of {proj} are {sorted(by_expert)}, not 0..N-1")
+            return torch.stack([by_expert[i] for i in range(len(by_expert))])
+
+        packed[f"{base}.gate_up_proj"] = torch.cat([stacked("gate_proj"), stacked("up_proj")], dim=1)
+        packed[f"{base}.down_proj"] = stacked("down_proj")
+    return packed
+
+
+async def _aiter(weights: Iterable | AsyncIterator) -> AsyncIterator:
+    if hasattr(weights, "__aiter__"):
+        async for item in weights:
+            yield item
+    else:
+        for item in weights:
+            yield item
