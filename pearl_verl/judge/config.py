@@ -18,7 +18,8 @@ from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.settings import EndpointSettings
 from pearl_verl.llm.types import SamplingConfig
 
-BACKENDS: tuple[str, ...] = ("llm", "offline")
+BACKENDS: tuple[str, ...] = ("llm", "offline", "probe", "probe-openings")  # local.probe_judge.PROBES
+"""``llm`` is the paper's judge; the others are CPU test doubles (``probe*``: :mod:`pearl_verl.local.probe_judge`)."""
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,9 @@ class JudgeConfig(EndpointSettings):
 
     Attributes:
         backend: ``llm`` (an OpenAI-compatible endpoint, e.g. the finetuned Qwen3-32B judge behind
-            ``vllm serve``) or ``offline`` (the heuristic judge, a deterministic CPU stand-in for
-            tests; its scores are not the paper's judge).
+            ``vllm serve``), ``offline`` (the heuristic judge, a deterministic CPU stand-in for
+            tests; its scores are not the paper's judge), or ``probe``/``probe-openings`` (test
+            doubles that reward one surface property, for learning regression tests only).
         timeout_s: per-HTTP-attempt timeout in seconds (a judgement with rationales is long).
         max_concurrency: requests in flight from one judge. verl runs ``reward.num_workers``
             reward-loop workers (default 8), each with its own judge: the endpoint sees up to
@@ -96,6 +98,10 @@ def build_judge(config: JudgeConfig) -> TutoringJudge:
         from pearl_verl.judge.offline import HeuristicJudge
 
         return HeuristicJudge()
+    if config.backend.startswith("probe"):
+        from pearl_verl.local.probe_judge import PROBES, ProbeJudge
+
+        return ProbeJudge(PROBES[config.backend])
     from pearl_verl.judge.llm_judge import LLMJudge
     from pearl_verl.llm.client import OpenAIChatClient
 

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from pearl_verl.errors import InputError, check_choices
+from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
 DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
 """Values of ``rollout_dtype`` and ``train_dtype`` (``resolve_dtype`` in train.py turns them into a dtype)."""
-PROBES = {"probe": "questions", "probe-openings": "capital_openings"}
-"""``--judge`` names of the probe test doubles, and the property each rewards."""
 LOCAL_PROBLEMS = {"mathdial": str(Path(__file__).resolve().parents[1] / "resources" / "data" / "mathdial" / "test_first64.jsonl")}
 """Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
 

