@@ -16,7 +16,7 @@ point) carry most of the plugin, but eight couplings reach into verl's internals
   ``cpu:gloo,{device}:{backend}`` that torch rejects when the device is the CPU: in a
   ``VERL_PLATFORM=cpu`` process the workers call it with plain ``gloo`` (the one patch of verl);
 
-plus the three legacy-trainer functions :mod:`pearl_verl.verl_plugin.legacy` wraps. Importing this
+plus the four legacy-trainer functions :mod:`pearl_verl.verl_plugin.legacy` wraps. Importing this
 module warns (:class:`UntestedVerlWarning`) when the installed verl is not the tested one, and
 :func:`check_couplings` (run by ``pearl-verl doctor`` and by ``tests/verl_plugin/test_compat_on_cpu.py``,
 one test per coupling) says which coupling a verl upgrade broke, so it fails here and not deep
@@ -47,7 +47,7 @@ from pearl_verl.verl_plugin import TESTED_VERL
 TQ_KEY_FORMAT = "{uid}_{session_id}_{index}"
 
 AGENT_LOOP_REGISTRY: dict[str, dict[str, str]] = _agent_loop_registry
-LEGACY_HOOKS = ("compute_advantage", "compute_data_metrics", "RayPPOTrainer._update_actor")
+LEGACY_HOOKS = ("compute_advantage", "compute_data_metrics", "RayPPOTrainer._update_actor", "RayPPOTrainer._log_rollout_data")
 
 
 class UntestedVerlWarning(UserWarning):

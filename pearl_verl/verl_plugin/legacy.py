@@ -7,7 +7,8 @@ memory and for the TaskRunner process only, by wrappers that forward ``non_tenso
 fields to an estimator accepting ``pearl_inputs`` and log its ``pearl/...`` metrics. Everything
 else goes to verl's originals. ``RayPPOTrainer._update_actor`` is wrapped as well, so that the
 failure guard's stop comes after the tripping step's update, with that step saved
-(:mod:`pearl_verl.verl_plugin.stall`). Start training with
+(:mod:`pearl_verl.verl_plugin.stall`), and ``RayPPOTrainer._log_rollout_data``, so that
+``<step>.pearl.jsonl`` is written beside verl's dump as ``pearl_sync`` writes it. Start training with
 ``python -m pearl_verl.verl_plugin.main_ppo trainer.use_v1=false ...`` to get the hook.
 """
 
@@ -27,7 +28,10 @@ from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled, fa
 from pearl_verl.advantage.inputs import inputs_from_columns
 from pearl_verl.advantage.metrics import FALLBACK_FIELDS, student_fallback_metrics
 from pearl_verl.config import PearlConfig
+from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
+from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
+from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -119,6 +123,31 @@ def pearl_update_actor(original: Callable[..., Any], state: GuardState) -> Calla
     return _update_actor
 
 
+def pearl_log_rollout_data(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``RayPPOTrainer._log_rollout_data``: verl's dump, then each dialogue with its judge fields and advantage."""
+
+    @functools.wraps(original)
+    def _log_rollout_data(self: Any, batch: DataProto, reward_extra_infos_dict: dict, timing_raw: dict,
+                          rollout_data_dir: str) -> Any:
+        result = original(self, batch, reward_extra_infos_dict, timing_raw, rollout_data_dir)
+        columns = batch.non_tensor_batch
+        if EPISODE_KEY not in columns or "advantages" not in batch.batch:
+            return result  # not a pearl_tutor run
+        info_keys = [key for key in REWARD_INFO_KEYS if key in columns]
+        extras = [
+            {EPISODE_KEY: columns[EPISODE_KEY][i], "reward_extra_info": {key: columns[key][i] for key in info_keys}}
+            for i in range(len(batch))
+        ]
+        mask = batch.batch["response_mask"].bool()
+        advantages = [float(row[m][0]) if m.any() else 0.0 for row, m in zip(batch.batch["advantages"], mask, strict=True)]
+        settings = pearl_config_from_algorithm_config(self.config.algorithm).advantage
+        rows = dump_rows(self.global_steps, list(columns["uid"]), extras, advantages, settings)
+        write_dump(rollout_data_dir, self.global_steps, rows)
+        return result
+
+    return _log_rollout_data
+
+
 def pearl_data_metrics(original: Callable[..., dict]) -> Callable[..., dict]:
     """Wrap verl's ``compute_data_metrics`` to add the metrics the advantage step left in meta_info."""
 
@@ -132,13 +161,15 @@ def pearl_data_metrics(original: Callable[..., dict]) -> Callable[..., dict]:
 
 @contextlib.contextmanager
 def legacy_advantage_hook() -> Iterator[None]:
-    """Install the three wrappers in ``verl.trainer.ppo.ray_trainer`` for the duration of a run."""
-    saved = ray_trainer.compute_advantage, ray_trainer.compute_data_metrics, ray_trainer.RayPPOTrainer._update_actor
+    """Install the four wrappers in ``verl.trainer.ppo.ray_trainer`` for the duration of a run."""
+    trainer = ray_trainer.RayPPOTrainer
+    saved = ray_trainer.compute_advantage, ray_trainer.compute_data_metrics, trainer._update_actor, trainer._log_rollout_data
     state = GuardState()
     ray_trainer.compute_advantage = pearl_compute_advantage(saved[0], state)
     ray_trainer.compute_data_metrics = pearl_data_metrics(saved[1])
-    ray_trainer.RayPPOTrainer._update_actor = pearl_update_actor(saved[2], state)
+    trainer._update_actor = pearl_update_actor(saved[2], state)
+    trainer._log_rollout_data = pearl_log_rollout_data(saved[3])
     try:
         yield
     finally:
-        ray_trainer.compute_advantage, ray_trainer.compute_data_metrics, ray_trainer.RayPPOTrainer._update_actor = saved
+        ray_trainer.compute_advantage, ray_trainer.compute_data_metrics, trainer._update_actor, trainer._log_rollout_data = saved

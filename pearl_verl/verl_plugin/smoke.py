@@ -37,8 +37,12 @@ def metric_checks(metrics_file: Path, steps: int) -> list[Check]:
                       "keep \"file\" in trainer.logger and VERL_FILE_LOGGER_PATH pointing there; see the run's output")]
     rows = [row for _, row in read_objects(metrics_file, "metrics file")]
     training = [row for row in rows if any(k.startswith("pearl/") for k in row.get("data", {}))]
-    checks = [Check("training steps logged", len(training) >= steps, f"{len(training)} of {steps}",
-                    "" if len(training) >= steps else "the run stopped early: read its output above")]
+    logged = sorted(row["step"] for row in training)
+    # A resumed run logs from the step after its checkpoint: every step from there to the last counts.
+    resumed = bool(logged) and logged[0] > 1 and logged == list(range(logged[0], steps + 1))
+    ok = len(logged) >= steps or resumed
+    detail = f"steps {logged[0]}-{steps} (resumed after step {logged[0] - 1})" if resumed else f"{len(logged)} of {steps}"
+    checks = [Check("training steps logged", ok, detail, "" if ok else "the run stopped early: read its output above")]
     for name, matches in REQUIRED_METRICS.items():
         missing = [row["step"] for row in training if not any(matches(key) for key in row["data"])]
         found = sorted({key for row in training for key in row["data"] if matches(key)})

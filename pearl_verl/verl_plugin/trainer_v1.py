@@ -7,8 +7,8 @@ to the configured estimator when the estimator accepts ``pearl_inputs``; any oth
 runs through verl's own step unchanged. Select with ``trainer.v1.trainer_mode=pearl_sync``.
 
 It also runs the failure guard (``pearl.failure_guard``): when the judge, student or tutor fails for
-most dialogues step after step, the run stops at the end of the step that tripped it, after that
-step's update and with that step saved (:mod:`pearl_verl.verl_plugin.stall`).
+most dialogues step after step, the run stops after the step that tripped it, with that step's
+update done, saved (:mod:`pearl_verl.verl_plugin.stall`) and its metrics logged.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class PearlSyncTrainer(PPOTrainerSync):
         self.pearl_config = pearl_config_from_root(config)
         self.failure_guard = FailureGuard(self.pearl_config.failure_guard)
         self._stall: TrainingStalled | None = None
+        self._stop: TrainingStalled | None = None  # the stall, with where its step is saved
         self._saved_step: int | None = None
         check_pearl_trainer_config(config)
 
@@ -133,10 +134,29 @@ class PearlSyncTrainer(PPOTrainerSync):
         self._saved_step = self.global_steps  # so a stop in this step does not save it twice
 
     def on_step_end(self) -> None:
-        """verl's weight sync, or the failure guard's stop after this step's update and checkpoint."""
-        if self._stall is not None:  # raised before the replicas wake up for a step that will not come
-            raise stop_with_checkpoint(self, self._stall, saved=self._saved_step == self.global_steps)
+        """verl's weight sync, or, when the failure guard tripped, this step's checkpoint and the stop.
+
+        The stop is raised at the next step's start (or when ``fit`` returns after the last step), so
+        verl logs the tripping step's metrics first; the replicas are not woken for a step that will not come.
+        """
+        if self._stall is not None:
+            self._stop = stop_with_checkpoint(self, self._stall, saved=self._saved_step == self.global_steps)
+            return
         super().on_step_end()
+
+    def on_step_begin(self) -> None:
+        self.raise_pending_stop()
+        super().on_step_begin()
+
+    def fit(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().fit(*args, **kwargs)
+        self.raise_pending_stop()  # the guard tripped at the last step
+        return result
+
+    def raise_pending_stop(self) -> None:
+        """Raise the failure guard's stop once its step was saved and logged."""
+        if self._stop is not None:
+            raise self._stop
 
     def _apply_rollout_correction(self, proto: DataProto, metrics: dict) -> tuple[DataProto, bool]:
         """verl's decoupled-mode rollout correction (IS weights, rejection), as its own step does."""

@@ -103,6 +103,7 @@ if (( DRY_RUN )); then run_or_print "${COMMAND[@]}"; fi
 
 [[ -f "$MODEL_PATH/config.json" ]] || python3 -m pearl_verl.verl_plugin.smoke model "$MODEL_PATH" --kind "$TUTOR"
 [[ -f "$DATA_DIR/train.parquet" ]] || pearl-verl prepare-data mathdial=@fixture -o "$DATA_DIR" --conditions-per-problem 2
+mkdir -p "$OUT_DIR"
 export VERL_FILE_LOGGER_PATH="$OUT_DIR/metrics.jsonl" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 rm -f "$VERL_FILE_LOGGER_PATH"
 start=$SECONDS

@@ -41,6 +41,11 @@ def test_a_missing_metric_names_the_step_and_a_dead_judge_is_caught(tmp_path):
     assert not checks["judge answered"].ok
     short = {c.name: c for c in metric_checks(_metrics(tmp_path / "s.jsonl", [STEP]), 3)}
     assert not short["training steps logged"].ok and short["training steps logged"].detail == "1 of 3"
+    resumed = tmp_path / "r.jsonl"  # a run resumed from its step-2 checkpoint logs step 3 alone
+    resumed.write_text(json.dumps({"step": 3, "data": STEP}) + "\n")
+    resumed_check = {c.name: c for c in metric_checks(resumed, 3)}["training steps logged"]
+    assert resumed_check.ok and resumed_check.detail == "steps 3-3 (resumed after step 2)"
+    assert not {c.name: c for c in metric_checks(resumed, 4)}["training steps logged"].ok  # step 4 missing
     (missing,) = metric_checks(tmp_path / "none.jsonl", 3)
     assert not missing.ok and "was not written" in missing.detail
 

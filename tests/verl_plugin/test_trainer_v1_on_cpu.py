@@ -238,14 +238,21 @@ def _stub_verl_step_end(monkeypatch):
 
 
 def _run_steps(trainer, tq, steps, partition, verl_saves=()):
-    """What verl's fit does per step around the advantage step: advantage, update, save, on_step_end."""
-    for step in steps:
-        trainer.global_steps = step
-        batch = _put_sessions(tq, partition=f"{partition}{step}", end_reasons={3: "student_error"})
-        trainer._compute_advantage(batch, {})
-        if step in verl_saves:  # trainer.save_freq's checkpoint, saved before on_step_end
-            trainer._save_checkpoint()
-        trainer.on_step_end()
+    """What verl's fit does per step around the advantage step: advantage, update, save, on_step_end, log."""
+    logged = []
+    try:
+        for step in steps:
+            trainer.on_step_begin()
+            trainer.global_steps = step
+            batch = _put_sessions(tq, partition=f"{partition}{step}", end_reasons={3: "student_error"})
+            trainer._compute_advantage(batch, {})
+            if step in verl_saves:  # trainer.save_freq's checkpoint, saved before on_step_end
+                trainer._save_checkpoint()
+            trainer.on_step_end()
+            logged.append(step)  # verl logs the step's metrics after on_step_end
+        trainer.raise_pending_stop()  # what fit does after its last step
+    finally:
+        trainer.test_logged_steps = logged
 
 
 def test_pearl_sync_stops_after_the_kth_failing_steps_update_with_that_step_saved(
@@ -260,8 +267,10 @@ def test_pearl_sync_stops_after_the_kth_failing_steps_update_with_that_step_save
         "+pearl.failure_guard.patience=2",
         "trainer.default_local_dir=/ckpt",
     )
+    trainer = _trainer(verl_config, *failing)
     with pytest.raises(TrainingStalled) as stop:
-        _run_steps(_trainer(verl_config, *failing), transfer_queue, [1, 2], "guard")
+        _run_steps(trainer, transfer_queue, [1, 2, 3], "guard")
+    assert trainer.test_logged_steps == [1, 2]  # the tripping step's metrics are logged; step 3 never starts
     message = str(stop.value)
     assert "stayed above 0.1 for 2 consecutive steps (steps 1-2: 0.12, 0.12)" in message
     assert "What failed, as a mean share of dialogues over these steps: the student endpoint" in message
