@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 BACKEND = "hf"
 _SERVER_PREFIX = "pearl_hf_server_"
+GATHER_S = 0.005
+"""A batch waits this long for one more request: the agent loop's requests reach the server over Ray, apart."""
 _EXPERT = re.compile(r"^(?P<base>.*\.mlp\.experts)\.(?P<expert>\d+)\.(?P<proj>gate_proj|up_proj|down_proj)\.weight$")
 
 
@@ -68,7 +70,7 @@ class HFRolloutServer:
         stops = set(special_ids(tokenizer)[0])
         if tokenizer.eos_token_id is not None:
             stops.add(tokenizer.eos_token_id)
-        self.server = HFGenerateServer(model, pad, stops, max_batch=int(self.config.max_num_seqs))
+        self.server = HFGenerateServer(model, pad, stops, max_batch=int(self.config.max_num_seqs), gather_s=GATHER_S)
         torch.manual_seed(int(self.config.seed) + self.replica_rank)  # rollout.seed, as vLLM's sampling seed
 
     async def generate(

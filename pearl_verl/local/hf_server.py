@@ -71,13 +71,18 @@ class HFGenerateServer:
         pad_token_id: used for left padding.
         stop_token_ids: generation stops after any of these (end of turn).
         max_batch: most requests generated together.
+        gather_s: how long a batch waits for one more request before it starts. 0 (one event loop
+            holds every episode, as in train-local) gathers what is ready now; requests that come
+            over Ray from an agent-loop worker arrive a few milliseconds apart and need a window.
 
     Sampling draws from torch's global generator: seed it (``torch.manual_seed``) for reproducible
     rollouts; batches are generated one at a time in a single worker thread.
     """
 
-    def __init__(self, model: torch.nn.Module, pad_token_id: int, stop_token_ids: Iterable[int], max_batch: int = 64):
+    def __init__(self, model: torch.nn.Module, pad_token_id: int, stop_token_ids: Iterable[int], max_batch: int = 64,
+                 gather_s: float = 0.0):
         self.model = model
+        self.gather_s = gather_s
         self.pad_token_id = pad_token_id
         self.stop_token_ids = sorted(set(stop_token_ids))
         self.max_batch = max_batch
@@ -110,11 +115,11 @@ class HFGenerateServer:
             tensor.copy_(state_dict[name].to(tensor.device, tensor.dtype))
 
     async def _drain(self) -> None:
-        # Yield to the event loop until no new request arrives, so concurrent episodes share a batch.
+        # Wait until no new request arrives, so concurrent episodes share a batch.
         count = -1
-        while count != len(self._pending):
+        while count != len(self._pending) and len(self._pending) < self.max_batch:
             count = len(self._pending)
-            await asyncio.sleep(0)
+            await asyncio.sleep(self.gather_s)
         loop = asyncio.get_running_loop()
         while self._pending:
             batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]

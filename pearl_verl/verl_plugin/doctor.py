@@ -2,8 +2,10 @@
 
 verl swallows plugin import errors at DEBUG level, so a broken install looks like a missing
 name deep inside a training job. The doctor imports verl the way a worker does, lists our
-registrations, re-imports the entry point to show the real error, and reports the optional
-cluster parts (vLLM, Megatron-Core, GPUs) with what to do when one is absent.
+registrations, re-imports the entry point to show the real error, says whether verl's own
+trainer can run on this machine's CPU (a process set up as ``run_cpu_pearl_gspo.sh`` sets up
+verl's workers), and reports the optional cluster parts (vLLM, Megatron-Core, GPUs) with what to
+do when one is absent.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as metadata
 import importlib.util
+import json
 import logging
 import os
+import subprocess
+import sys
 import warnings
 from dataclasses import asdict, dataclass
 
@@ -56,6 +61,7 @@ def run_checks() -> list[Check]:
     checks = [_check_verl_version(), _check_entry_point(), _check_plugin_policy()]
     checks += [_check_module(module, package) for module, package in REQUIRED_MODULES.items()]
     checks += _check_registrations()
+    checks += [check_cpu_trainer()]
     checks += [_check_optional("vllm", "vllm", "cluster rollout and judge/student serving"),
                _check_optional("megatron.core", "megatron-core", "the Megatron training engine"),
                _check_optional("flash_attn", "flash-attn", "fast attention in FSDP training"),
@@ -140,6 +146,52 @@ def _check_couplings() -> list[Check]:
         Check(f"verl coupling: {c.name}", c.ok, c.detail, "" if c.ok else f"pip install verl=={TESTED_VERL}")
         for c in compat.check_couplings()
     ]
+
+
+_CPU_PROBE = """
+import json, warnings
+warnings.simplefilter("ignore")
+import verl
+from verl.utils.device import get_device_name
+from verl.workers import engine_workers
+from verl.workers.engine.base import EngineRegistry
+from verl.workers.rollout.base import get_rollout_class
+from verl.workers.rollout.replica import get_rollout_replica_class
+engines = EngineRegistry._engines.get("language_model", {}).get("fsdp2", {})
+print(json.dumps({
+    "device": get_device_name(),
+    "engine": getattr(engines.get("cpu"), "__name__", None),
+    "gloo": bool(getattr(engine_workers.initialize_global_process_group_ray, "pearl_gloo", False)),
+    "replica": get_rollout_replica_class("hf").__name__,
+    "adapter": get_rollout_class("hf").__name__,
+}))
+"""
+
+
+def check_cpu_trainer(timeout_s: float = 120.0) -> Check:
+    """Whether verl's trainer (main_ppo) can run here on the CPU: a fresh process with ``VERL_PLATFORM=cpu``.
+
+    verl's workers are such processes: the platform, FSDP engine, gloo process group and ``hf``
+    rollout must all come up in them from the entry point alone.
+    """
+    name = "verl's trainer on this CPU"
+    env = {**os.environ, "VERL_PLATFORM": "cpu"}
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CPU_PROBE], capture_output=True, text=True, env=env,
+                              timeout=timeout_s)
+        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as exc:
+        return Check(name, False, f"the probe process failed: {type(exc).__name__}", "run 'pearl-verl -v doctor'")
+    if found is None:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check(name, False, f"a VERL_PLATFORM=cpu process fails: {last}", "see the plugin import check above")
+    expected = {"device": "cpu", "engine": "FSDPEngineWithLMHead", "gloo": True, "replica": "HFRolloutReplica",
+                "adapter": "HFServerAdapter"}
+    wrong = {key: found.get(key) for key, value in expected.items() if found.get(key) != value}
+    if wrong:
+        return Check(name, False, f"a VERL_PLATFORM=cpu process has {wrong}", "see the verl coupling checks above")
+    return Check(name, True, "yes: VERL_PLATFORM=cpu, rollout.name=hf, FSDP2 on gloo "
+                 "(bash recipes/pearl/run_cpu_pearl_gspo.sh)")
 
 
 def _check_optional(module: str, package: str, purpose: str) -> Check:

@@ -41,8 +41,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${PPO_MAX_TOKEN_LEN_PER_GPU:=16384}"
 : "${ACTOR_LR:=1e-4}"
 : "${ROLLOUT_DTYPE:=float32}"
+: "${SEED:=42}"                          # data order, rollout sampling, mini-batch shuffling
 : "${SAVE_FREQ:=$STEPS}"                # the last step's checkpoint holds the weights the check compares
-: "${TEST_FREQ:=-1}"
+: "${TEST_FREQ:=-1}"                    # validation (held-out val parquet) every N steps and at the last
+: "${VAL_BEFORE_TRAIN:=False}"
 : "${LOGGER:=[\"console\",\"file\"]}"   # "file": the metrics the check reads
 ROLLOUT_NAME=hf
 ROLLOUT_TP=1
@@ -90,7 +92,10 @@ CPU=(
 )
 RUN=(
     trainer.total_training_steps=${STEPS}
-    trainer.val_before_train=False
+    trainer.val_before_train=${VAL_BEFORE_TRAIN}
+    data.seed=${SEED}
+    actor_rollout_ref.rollout.seed=${SEED}
+    actor_rollout_ref.actor.data_loader_seed=${SEED}
     trainer.default_local_dir="$OUT_DIR/checkpoints"
     trainer.rollout_data_dir="$OUT_DIR/rollouts"
     "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']"

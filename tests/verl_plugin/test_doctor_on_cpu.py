@@ -14,6 +14,7 @@ def test_doctor_passes_on_this_install(capsys):
     assert checks["advantage estimator 'pearl'"]["ok"]
     assert checks["V1 trainer mode 'pearl_sync'"]["ok"]
     assert checks["entry point"]["ok"] and "pearl_verl.verl_plugin.register" in checks["entry point"]["detail"]
+    assert checks["verl's trainer on this CPU"]["ok"] and "rollout.name=hf" in checks["verl's trainer on this CPU"]["detail"]
     # The CPU machine has none of the cluster parts; they are reported, not required.
     assert not checks["vllm"]["required"] and not checks["GPU"]["required"]
 
@@ -32,3 +33,9 @@ def test_plugin_policy_that_excludes_us_is_flagged(monkeypatch):
     assert not check.ok and "add 'pearl'" in check.fix
     monkeypatch.setenv("VERL_USE_EXTERNAL_PLUGINS", "someone_else,pearl")
     assert doctor._check_plugin_policy().ok
+
+
+def test_cpu_trainer_check_fails_when_verl_does_not_load_the_plugin(monkeypatch):
+    monkeypatch.setenv("VERL_USE_EXTERNAL_PLUGINS", "none")  # then nothing registers the platform 'cpu'
+    check = doctor.check_cpu_trainer()
+    assert not check.ok and "Unknown platform 'cpu'" in check.detail

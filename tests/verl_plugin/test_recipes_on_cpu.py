@@ -152,3 +152,50 @@ def test_one_gpu_smoke_recipe_composes_with_the_whole_stack(verl_config, tmp_pat
     assert cfg.pearl.student.backend == backend and cfg.reward.reward_kwargs.backend == backend
     if served:
         assert cfg.reward.reward_kwargs.base_url == "http://j:8000/v1" and cfg.pearl.student.model == "pearl-student"
+
+
+# What a CPU run changes against the cluster recipe: where it runs (device, engine, Ray slots, workers),
+# the rollout backend, the sizes, the endpoints (offline stand-ins), and where its files go.
+CPU_RECIPE_KEYS = (
+    "trainer.device=", "+ray_kwargs.", "ray_kwargs.", "transfer_queue.", "actor_rollout_ref.rollout.agent.num_workers=",
+    "reward.num_workers=", "data.dataloader_num_workers=", "actor_rollout_ref.actor.fsdp_config.",
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size=", "actor_rollout_ref.model.use_remove_padding=",
+    "actor_rollout_ref.model.enable_gradient_checkpointing=", "+actor_rollout_ref.model.override_config.",
+    "actor_rollout_ref.rollout.name=", "actor_rollout_ref.rollout.dtype=", "actor_rollout_ref.rollout.seed=",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=", "actor_rollout_ref.rollout.top_k=",
+    "actor_rollout_ref.rollout.val_kwargs.", "data.train_batch_size=", "data.max_prompt_length=",
+    "data.max_response_length=", "actor_rollout_ref.actor.ppo_mini_batch_size=",
+    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=",
+    "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=", "actor_rollout_ref.rollout.n=", "trainer.n_gpus_per_node=",
+    "+pearl.agent.max_tutor_turns=", "+pearl.agent.max_tokens_per_turn=", "actor_rollout_ref.actor.optim.lr=",
+    "+pearl.student.", "+reward.reward_kwargs.", "actor_rollout_ref.model.path=", "data.train_files=", "data.val_files=",
+    "data.seed=", "actor_rollout_ref.actor.data_loader_seed=", "trainer.experiment_name=", "trainer.logger=",
+    "trainer.default_local_dir=", "trainer.rollout_data_dir=", "trainer.save_freq=", "trainer.test_freq=",
+    "trainer.total_training_steps=", "trainer.val_before_train=", "actor_rollout_ref.actor.checkpoint.save_contents=",
+)
+
+
+def test_cpu_recipe_is_the_fsdp2_recipe_outside_device_engine_rollout_and_sizes(tmp_path):
+    def shared(recipe: str) -> set[str]:
+        return {o for o in recipe_overrides(RECIPES / recipe, tmp_path) if not o.startswith(CPU_RECIPE_KEYS)}
+
+    cpu, fsdp = shared("run_cpu_pearl_gspo.sh"), shared("run_qwen3_30b_a3b_pearl_gspo_fsdp.sh")
+    assert cpu == fsdp
+    for key in ("actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "algorithm.adv_estimator=pearl",
+                "trainer.v1.trainer_mode=pearl_sync", "reward.reward_manager.name=pearl_judge",
+                "actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor", "actor_rollout_ref.actor.strategy=fsdp2"):
+        assert key in cpu  # the shared block is the method, not an empty set
+
+
+def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(verl_config, tmp_path):
+    overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
+    assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
+    cfg = verl_config(overrides)
+    assert cfg.actor_rollout_ref.rollout.name == "hf" and cfg.trainer.device == "cpu"
+    prepare(cfg)  # (in this process verl's platform is not the CPU one, so prepare sets the device to its own)
+    assert cfg.ray_kwargs.ray_init.num_gpus == cfg.trainer.n_gpus_per_node == 1  # logical GPUs for Ray's placement
+    assert cfg.reward.reward_kwargs.backend == "offline" and cfg.pearl.student.backend == "offline"
+    served = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, JUDGE_BASE_URL="http://j:8000/v1",
+                              JUDGE_MODEL="judge", TUTOR="smollm2")
+    assert "+reward.reward_kwargs.base_url=http://j:8000/v1" in served and "+reward.reward_kwargs.backend=llm" in served
+    assert f"actor_rollout_ref.model.path={tmp_path / 'model'}" in served  # MODEL_PATH wins over TUTOR's default
