@@ -21,7 +21,7 @@ from pathlib import Path
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
 SEEDS = (0, 1, 2)
-STEPS = 14
+STEPS = 10
 MIN_GAIN = 0.3
 SETTINGS = {
     "JUDGE_BACKEND": "probe-openings", "ACTOR_LR": "2e-2", "STEPS": str(STEPS), "TRAIN_BATCH_SIZE": "4",
