@@ -178,3 +178,30 @@ def test_prompt_memo_keys_on_chat_template_kwargs(tmp_path):
     assert tok.decode(shouted).startswith("LOUD")
     assert initial_tokens() == plain
 
+
+
+def test_rollout_backend_is_what_verls_lookups_resolve(monkeypatch):
+    from verl.workers.rollout import base as rollout_base
+    from verl.workers.rollout.replica import RolloutReplicaRegistry, get_rollout_replica_class
+
+    monkeypatch.setattr(rollout_base, "_ROLLOUT_REGISTRY", dict(rollout_base._ROLLOUT_REGISTRY))
+    monkeypatch.setattr(RolloutReplicaRegistry, "_registry", dict(RolloutReplicaRegistry._registry))
+    compat.register_rollout_backend("probe_backend", "pearl_verl.local.hf_rollout", replica="HFRolloutReplica",
+                                    adapter="HFServerAdapter")
+    assert get_rollout_replica_class("probe_backend").__name__ == "HFRolloutReplica"  # verl's own two lookups
+    assert rollout_base.get_rollout_class("probe_backend", "async").__name__ == "HFServerAdapter"
+    monkeypatch.setattr(rollout_base, "_ROLLOUT_REGISTRY", {})
+    assert not {c.name: c for c in compat.check_couplings()}["rollout-class registry"].ok
+
+
+def test_gloo_process_group_is_what_verls_workers_call(monkeypatch):
+    from verl.workers import engine_workers
+
+    seen = []
+    monkeypatch.setattr(engine_workers, "initialize_global_process_group_ray",
+                        lambda timeout_second=None, backend=None: seen.append(backend))
+    compat.use_gloo_process_group()
+    compat.use_gloo_process_group()  # idempotent: one wrapper
+    engine_workers.initialize_global_process_group_ray(timeout_second=None)  # the call in engine_workers.py
+    assert seen == ["gloo"]
+    assert "initialize_global_process_group_ray(timeout_second=None)" in inspect.getsource(engine_workers)
