@@ -5,9 +5,9 @@
 Both run the main job's RL step (tiny Qwen3-MoE, 4 MathDial problems x group 4, up to 12 tutor turns
 of 24 tokens, offline student and judge, GSPO) on the same problems (``test_first64``), without
 cold start or held-out evaluation. Measured per step from each one's own metrics (medians over
-the steps after the first: the first one warms up), the time from launch to the end of step 1
-(Ray, workers, models), the wall time, and the process tree's peak resident memory and process
-count (sampled every 0.5 s with psutil).
+the steps after the first: the first one warms up), the time outside the steps (start: Ray,
+workers, models; end: saving, the recipe's closing check), the wall time, and the process tree's
+peak resident memory and process count (sampled every 0.5 s with psutil).
 """
 
 from __future__ import annotations
@@ -71,15 +71,21 @@ def run(command: list[str], env: dict[str, str], log: Path) -> tuple[float, Tree
 
 
 def main_ppo(work: Path, steps: int) -> dict:
+    # train-local's problems and students: the file's first 32 problems (and 8 more that verl's loader
+    # needs as a val set), high ability, each student starting from MathDial's misconception
+    lines = PROBLEMS.read_text().splitlines(keepends=True)
+    (work / "train.jsonl").write_text("".join(lines[:32]))
+    (work / "val.jsonl").write_text("".join(lines[32:40]))
     data = work / "data"
-    subprocess.run(["pearl-verl", "prepare-data", f"mathdial:train={PROBLEMS}", "-o", str(data)], check=True,
-                   capture_output=True)
+    subprocess.run(["pearl-verl", "prepare-data", f"mathdial:train={work / 'train.jsonl'}",
+                    f"mathdial:val={work / 'val.jsonl'}", "-o", str(data), "--ability-mix", "high=1",
+                    "--misconception-rate", "1.0", "--keep-duplicates"], check=True, capture_output=True)
     s = SETTINGS
     env = {**os.environ, "OUT_DIR": str(work / "main_ppo"), "DATA_DIR": str(data), "STEPS": str(steps),
            "TRAIN_BATCH_SIZE": str(s["batch"]), "PPO_MINI_BATCH_SIZE": str(s["batch"]), "ROLLOUT_N": str(s["group"]),
            "MAX_TUTOR_TURNS": str(s["turns"]), "MAX_TOKENS_PER_TURN": str(s["tokens_per_turn"]),
            "MAX_PROMPT_LENGTH": str(s["prompt"]), "MAX_RESPONSE_LENGTH": str(s["response"]), "ACTOR_LR": str(s["lr"]),
-           "SAVE_FREQ": "-1"}
+           "SAVE_FREQ": str(steps)}  # the recipe's closing check compares the last checkpoint's weights
     wall, sampler, code = run(["bash", "recipes/pearl/run_cpu_pearl_gspo.sh"], env, work / "main_ppo.log")
     rows = [json.loads(line) for line in (work / "main_ppo" / "metrics.jsonl").read_text().splitlines()]
     steps_data = [row["data"] for row in rows if "timing_s/step" in row["data"]]
@@ -94,7 +100,8 @@ def main_ppo(work: Path, steps: int) -> dict:
         "step_s": median("timing_s/step"), "rollout_s": median("timing_s/gen"),
         "update_s": median("timing_s/old_log_prob") + median("timing_s/update_actor"),
         "sync_s": median("timing_s/update_weights"), "judge_s": None,
-        "tokens": median("perf/total_num_tokens"), "peak_gb": sampler.peak_gb, "processes": sampler.peak_procs,
+        "tokens": median("response_length/mean") * s["batch"] * s["group"],  # response tokens, as train-local counts
+        "peak_gb": sampler.peak_gb, "processes": sampler.peak_procs,
     }
 
 
@@ -128,8 +135,8 @@ def markdown(results: list[dict]) -> str:
     def cell(value: object, fmt: str = "{:.2f}") -> str:
         return "-" if value is None else fmt.format(value)
 
-    lines = ["| path | launch to end of step 1 (s) | step (s) | rollout (s) | judge (s) | update incl. old log-prob (s) "
-             "| weight sync (s) | tokens a step | wall (s) | peak RSS (GB) | processes |",
+    lines = ["| path | outside the steps: start, end (s) | step (s) | rollout (s) | judge (s) | update incl. old log-prob (s) "
+             "| weight sync (s) | response tokens a step | wall (s) | peak RSS (GB) | processes |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(f"| {r['path']} | {cell(r['startup_s'], '{:.0f}')} | {cell(r['step_s'])} | {cell(r['rollout_s'])} "
@@ -142,13 +149,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--work", type=Path, help="keep the runs' folders and logs here (default: a temporary folder)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         results = [train_local(work, args.steps), main_ppo(work, args.steps)]
         for r in results:
             if r["exit"] != 0:
-                print(f"{r['path']} exited {r['exit']}", file=sys.stderr)
+                print(f"{r['path']} exited {r['exit']}; its log: {work}", file=sys.stderr)
     print(markdown(results))
     ratio = results[1]["step_s"] / results[0]["step_s"]
     print(f"\nmain_ppo step / train-local step: {ratio:.2f}")
