@@ -28,6 +28,8 @@ import torch
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
+from pearl_verl.local.memory import release_freed_memory
+
 logger = logging.getLogger(__name__)
 
 BACKEND = "hf"
@@ -81,6 +83,8 @@ class HFRolloutServer:
     def load_weights(self, state_dict: dict[str, torch.Tensor]) -> int:
         """Load the trained weights; returns how many updates this server has received."""
         self.server.load_weights(state_dict)
+        del state_dict
+        release_freed_memory()  # once a step: what the step's generation freed goes back to the OS
         self.weight_updates += 1
         return self.weight_updates
 
@@ -170,13 +174,16 @@ class HFServerAdapter(BaseRollout):
             raise NotImplementedError(f"rollout.name={BACKEND} takes full weights (named_tensors), not {wire_format}")
         # Iterate on every rank: gathering a sharded parameter is a collective.
         state = {name: tensor.detach().to("cpu", copy=True) async for name, tensor in _aiter(weights)}
-        if not self.sends:
-            return
-        if self._server is None:
-            self._server = ray.get_actor(server_name(self.replica_rank))
-        await self._server.load_weights.remote(pack_experts(state))
-        if global_steps is not None:
-            await self._server.set_global_steps.remote(global_steps)
+        if self.sends:
+            if self._server is None:
+                self._server = ray.get_actor(server_name(self.replica_rank))
+            await self._server.load_weights.remote(pack_experts(state))
+            if global_steps is not None:
+                await self._server.set_global_steps.remote(global_steps)
+        del state
+        # The sync follows every update, in the actor's process: hand what the step freed back to the OS,
+        # or glibc keeps it and a real model's worker grows by about a GB a step (local/memory.py).
+        release_freed_memory()
 
 
 def pack_experts(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
