@@ -72,13 +72,4 @@ COMMAND=(python3 -m pearl_verl.verl_plugin.main_ppo
     "${ROLLOUT[@]}" "${TRAINER[@]}" "${SMOKE[@]}" "${RECIPE_ARGS[@]}")
 if (( DRY_RUN )); then run_or_print "${COMMAND[@]}"; fi
 
-[[ -f "$MODEL_PATH/config.json" ]] || python3 -m pearl_verl.verl_plugin.smoke model "$MODEL_PATH"
-[[ -f "$DATA_DIR/train.parquet" ]] || pearl-verl prepare-data mathdial=@fixture -o "$DATA_DIR" --conditions-per-problem 2
-export VERL_FILE_LOGGER_PATH="$OUT_DIR/metrics.jsonl"
-rm -f "$VERL_FILE_LOGGER_PATH"
-start=$SECONDS
-echo "+ ${COMMAND[*]}" >&2
-"${COMMAND[@]}" || echo "the run exited with an error; the checks below say what is missing" >&2
-echo "smoke run took $(( SECONDS - start )) s" >&2
-python3 -m pearl_verl.verl_plugin.smoke check --metrics "$VERL_FILE_LOGGER_PATH" --initial "$MODEL_PATH" \
-    --checkpoints "$OUT_DIR/checkpoints" --steps "$STEPS"
+checked_run smollm2

@@ -27,6 +27,24 @@ role_settings() {
     fi
 }
 
+# checked_run KIND: make MODEL_PATH (KIND: smollm2 or tiny) and DATA_DIR when absent, run COMMAND with verl's file
+# logger writing OUT_DIR/metrics.jsonl, then the smoke check's verdict on those metrics and the last checkpoint
+# (python -m pearl_verl.verl_plugin.smoke check; exit 1 on a failed check).
+checked_run() {
+    local kind=$1 start
+    [[ -f "$MODEL_PATH/config.json" ]] || python3 -m pearl_verl.verl_plugin.smoke model "$MODEL_PATH" --kind "$kind"
+    [[ -f "$DATA_DIR/train.parquet" ]] || pearl-verl prepare-data mathdial=@fixture -o "$DATA_DIR" --conditions-per-problem 2
+    mkdir -p "$OUT_DIR"
+    export VERL_FILE_LOGGER_PATH="$OUT_DIR/metrics.jsonl"
+    rm -f "$VERL_FILE_LOGGER_PATH"
+    start=$SECONDS
+    echo "+ ${COMMAND[*]}" >&2
+    "${COMMAND[@]}" || echo "the run exited with an error; the checks below say what is missing" >&2
+    echo "the run took $(( SECONDS - start )) s" >&2
+    python3 -m pearl_verl.verl_plugin.smoke check --metrics "$VERL_FILE_LOGGER_PATH" --initial "$MODEL_PATH" \
+        --checkpoints "$OUT_DIR/checkpoints" --steps "$STEPS"
+}
+
 # run_or_print CMD...: print one argument per line under --dry-run, else replace this shell with CMD.
 run_or_print() {
     if (( DRY_RUN )); then
