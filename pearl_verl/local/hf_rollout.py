@@ -65,9 +65,6 @@ class HFRolloutServer:
         tokenizer = AutoTokenizer.from_pretrained(path)
         dtype = getattr(torch, str(self.config.dtype))
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
-        threads = int(os.environ.get("PEARL_ROLLOUT_THREADS", "0"))
-        if threads > 0:
-            torch.set_num_threads(threads)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         stops = set(special_ids(tokenizer)[0])
         if tokenizer.eos_token_id is not None:
@@ -88,15 +85,8 @@ class HFRolloutServer:
         self.weight_updates += 1
         return self.weight_updates
 
-    def weights_digest(self) -> dict[str, float]:
-        """A number per parameter (its sum), for tests that the weights changed after an update."""
-        return {name: float(t.double().sum()) for name, t in self.server.model.state_dict().items()}
-
     def set_global_steps(self, global_steps: int) -> None:
         self.server.global_steps = global_steps
-
-    def generated_tokens(self) -> int:
-        return self.server.generated_tokens
 
     # verl's server controls: nothing to free or pause in a plain HF model.
     async def wake_up(self, tags: list[str] | None = None) -> None:
