@@ -36,10 +36,10 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.reward_info import not_judged_reason, reward_info, reward_score, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.local.config import LOCAL_PROBLEMS, LocalTrainConfig
-from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.local.heldout import HeldOut
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
+from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.local.run_outputs import write_dialogues
 from pearl_verl.local.runtime import (
     build_actor,
