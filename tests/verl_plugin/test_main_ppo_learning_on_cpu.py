@@ -11,7 +11,8 @@ advantage sign, a rollout server that never receives the new weights, or a respo
 by one token each make it fail (measured once each, docs/training.md); "parameters changed"
 passes all three.
 
-The seeds run at the same time, one thread each.
+The seeds run at the same time, one thread each. 20 steps: with 10, one seed of one run out of two
+had not yet moved its greedy held-out reward (training reward 0.09 -> 0.20).
 """
 
 import json
@@ -21,7 +22,7 @@ from pathlib import Path
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
 SEEDS = (0, 1, 2)
-STEPS = 10
+STEPS = 20
 MIN_GAIN = 0.3
 SETTINGS = {
     "JUDGE_BACKEND": "probe-openings", "ACTOR_LR": "2e-2", "STEPS": str(STEPS), "TRAIN_BATCH_SIZE": "4",
