@@ -109,6 +109,6 @@ def test_every_train_local_setting_is_a_documented_flag():
     docs = field_docs(LocalTrainConfig)
     assert {f.name for f in dataclasses.fields(LocalTrainConfig)} <= set(docs)
     parser, names = _parser(LocalTrainConfig)
-    args = parser.parse_args(["--max-tutor-turns", "9", "--no-prefer-gpu", "--cold-start-lr", "0.01"])
+    args = parser.parse_args(["--max-tutor-turns", "9", "--rollout-dtype", "float32", "--cold-start-lr", "0.01"])
     config = LocalTrainConfig(**config_values(args, names))
-    assert (config.max_tutor_turns, config.prefer_gpu, config.cold_start_lr, config.lr) == (9, False, 0.01, None)
+    assert (config.max_tutor_turns, config.rollout_dtype, config.cold_start_lr, config.lr) == (9, "float32", 0.01, None)

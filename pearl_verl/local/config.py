@@ -64,18 +64,16 @@ class LocalTrainConfig:
         cold_start_lr: SFT learning rate of the cold start (None: 5e-3 for ``tiny``, 1e-5
             otherwise); RL then continues on the same optimizer at ``lr``.
         cold_start_dialogues: teacher dialogues per training problem for the cold start.
-        save_every: checkpoint interval in steps (a final checkpoint is always written).
-        prefer_gpu: use the GPU when one is visible.
+        save_every: checkpoint interval in steps (a final checkpoint is always written). verl writes
+            them every gcd(save_every, eval_every) steps, since each evaluation reads a checkpoint.
         rollout_dtype: precision of the rollout copy that generates the dialogues: ``float32``,
-            ``bfloat16`` or ``auto`` (bfloat16 on a GPU, and on a CPU with native bfloat16 matrix
-            instructions for a model other than ``tiny``; float32 otherwise). Training keeps float32
-            master weights either way and recomputes the log-probabilities it learns from, as verl does
-            with a bf16 vLLM rollout.
-        train_dtype: compute precision of the CPU update's forward and backward (verl's FSDP mixed
+            ``bfloat16`` or ``auto`` (bfloat16 on a CPU with native bfloat16 matrix instructions for a
+            model other than ``tiny``; float32 otherwise). Training keeps float32 master weights either
+            way and recomputes the log-probabilities it learns from, as verl does with a bf16 vLLM rollout.
+        train_dtype: compute precision of the update's forward and backward (verl's FSDP mixed
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
-            instructions, float32 on one without, where emulated bf16 is slow). On a GPU verl's bf16
-            setup is used.
+            instructions, float32 on one without, where emulated bf16 is slow).
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
@@ -112,7 +110,6 @@ class LocalTrainConfig:
     cold_start_dialogues: int = 4
     cold_start_lr: float | None = None
     save_every: int = 10
-    prefer_gpu: bool = True
     rollout_dtype: str = "auto"
     train_dtype: str = "auto"
 

@@ -5,8 +5,8 @@ whether the RL machinery works at all is hard to read from it on a tiny model. A
 observable property that even a near-uniform 229K-parameter policy produces now and then, gives it
 to every dimension, and always opens the completion gate, so a held-out probe reward that rises
 shows that rollouts, judge fields, estimator, GSPO loss, optimizer and weight sync together move
-the policy the way the reward asks (``tests/local/test_learning.py`` holds it to that in every CI
-run). Two properties:
+the policy the way the reward asks (``tests/verl_plugin/test_main_ppo_learning_on_cpu.py`` holds
+verl's trainer to that in every CI run). Two properties:
 
 - ``questions`` (``--judge probe``): ``min(1, number of "?" in the tutor's turns / QUESTIONS_FOR_FULL)``;
 - ``capital_openings`` (``--judge probe-openings``): the share of tutor turns whose first character

@@ -1,9 +1,9 @@
-"""Process setup for single-machine training: device, process group, verl config, actor and rollout.
+"""verl's actor in this process, for train-local's cold start: device, process group, config, ``TrainingWorker``.
 
-The actor is verl's own ``TrainingWorker`` over its FSDP2 engine with ``ppo_loss`` (GSPO selected
-by ``policy_loss.loss_mode``), built exactly as verl's ``ActorRolloutRefWorker`` builds it, only
-in this process instead of a Ray actor. On a machine without a GPU the host-CPU platform is
-installed first (gloo, fp32, SDPA attention).
+The actor is verl's own ``TrainingWorker`` over its FSDP2 engine, built exactly as verl's
+``ActorRolloutRefWorker`` builds it, only in this process instead of a Ray actor. On a machine
+without a GPU the host-CPU platform is installed first (gloo, fp32, SDPA attention). RL itself runs
+in verl's ``main_ppo`` (:mod:`pearl_verl.local.verl_run`), which resumes from this actor's checkpoint.
 """
 
 from __future__ import annotations

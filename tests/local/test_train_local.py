@@ -1,172 +1,117 @@
-"""``pearl-verl train-local`` end to end: the real entry point, a tiny model, verl's dispatch.
+"""``pearl-verl train-local`` end to end: the real entry point, a tiny model, verl's own trainer.
 
-Runs in subprocesses: training installs verl's host-CPU platform and a process group, which must
-not leak into the other tests' process.
+Runs in subprocesses: the command installs verl's host-CPU platform and a process group (for the
+cold start), and starts verl's ``main_ppo`` with its Ray cluster as a child of its own.
 """
 
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 SMALL = [
     "--num-problems", "2", "--batch-problems", "1", "--group-size", "2", "--max-tutor-turns", "2",
-    "--eval-problems", "1", "--eval-every", "2", "--save-every", "2", "--eval-seeds", "1", "--cold-start-steps", "0",
+    "--eval-problems", "1", "--eval-every", "2", "--save-every", "2", "--eval-seeds", "1",
 ]
-
-# Records what verl's dispatch hands out while the real command runs (the estimator by
-# algorithm.adv_estimator, the policy loss by policy_loss.loss_mode): proof that training goes
-# through verl's registries, not around them.
-SPY = textwrap.dedent(
-    """
-    import json, sys
-    from verl.trainer.ppo import core_algos
-    from verl.workers.utils import losses
-    seen = []
-
-    def spy(module, getter):
-        inner = getattr(module, getter)
-        def wrapper(name):
-            fn = inner(name)
-            seen.append([str(getattr(name, "value", name)), fn.__module__ + "." + fn.__name__])
-            return fn
-        setattr(module, getter, wrapper)
-
-    spy(core_algos, "get_adv_estimator_fn")
-    spy(losses, "get_policy_loss_fn")
-    from pearl_verl.cli import main
-    code = main(sys.argv[1:])
-    print("SPY " + json.dumps(seen))
-    sys.exit(code)
-    """
-)
+# 8-turn dialogues: enough tutor tokens a batch for 3 SFT steps to lower the loss whatever the batches drawn
+COLD = ["--cold-start-steps", "3", "--cold-start-dialogues", "2", "--cold-start-lr", "1e-2", "--max-tutor-turns", "8"]
 
 
-def _run(args, script=None, streams=False):
-    command = [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", "pearl_verl.cli", *args]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return (proc.stdout, proc.stderr) if streams else proc.stdout
+def _run(args, expect=0):
+    proc = subprocess.run([sys.executable, "-m", "pearl_verl.cli", *args], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == expect, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
 
 
 def _metrics(out: Path):
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_two_steps_train_through_verls_dispatch_and_resume(tmp_path):
+def _verl_overrides(out: Path) -> list[str]:
+    """The overrides verl's main_ppo received (Hydra keeps them beside its run)."""
+    return yaml.safe_load((out / "hydra" / ".hydra" / "overrides.yaml").read_text())
+
+
+def test_cold_start_then_two_steps_through_main_ppo_then_resume(tmp_path):
     out = tmp_path / "run"
-    stdout, stderr = _run(["train-local", "--out-dir", str(out), "--steps", "2", *SMALL], script=SPY, streams=True)
-    seen = json.loads(stdout.split("SPY ", 1)[1].splitlines()[0])
-    estimators = [fn for name, fn in seen if name == "pearl"]
-    losses = [fn for name, fn in seen if name == "gspo"]
-    # one lookup per step, and one by the launcher's configuration check
-    assert estimators == ["pearl_verl.verl_plugin.estimator.compute_pearl_outcome_advantage"] * 3
-    assert len(losses) >= 2 and set(losses) == {"verl.trainer.ppo.core_algos.compute_policy_loss_gspo"}
-    assert {name for name, _ in seen} == {"pearl", "gspo"}
+    proc = _run(["train-local", "--out-dir", str(out), "--steps", "2", *SMALL, *COLD])
     rows = _metrics(out)
+    cold = rows[0]
+    assert (cold["step"], cold["phase"]) == (0, "cold_start")
+    assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
+    assert 0 < cold["cold_start/loss_last"] < cold["cold_start/loss_first"]  # SFT moved the tiny model
+    assert cold["eval/dialogues"] == 2  # the policy RL starts from, evaluated
+    overrides = _verl_overrides(out)
+    # RL runs in verl's trainer, from the cold start's export, with PEARL's parts
+    assert f"actor_rollout_ref.model.path={out.resolve() / 'cold_start' / 'model'}" in overrides
+    for part in ("algorithm.adv_estimator=pearl", "actor_rollout_ref.actor.policy_loss.loss_mode=gspo",
+                 "trainer.v1.trainer_mode=pearl_sync", "reward.reward_manager.name=pearl_judge",
+                 "actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor", "actor_rollout_ref.rollout.name=hf"):
+        assert part in overrides
     train = [r for r in rows if "reward/mean" in r]
     assert [r["step"] for r in train] == [1, 2]
-    assert all(r["actor/param_change"] > 0 for r in train)  # parameters change every step
-    assert all(r["time/update_s"] > 0 and "pearl/judge/failure_rate" in r for r in train)
+    for r in train:  # what verl logged: the judge's per-dimension rewards, the estimator's advantages, the update
+        assert r["pearl/judge/failure_rate"] == 0.0
+        # a group whose two dialogues score alike has no contrast: no advantage, no gradient, and only then
+        assert (r["actor/grad_norm"] > 0) == (r["pearl/advantage/nonzero_frac"] > 0), r
+        assert {f"pearl/reward/{d}/mean" for d in ("acc", "leak", "emotion")} <= set(r)
+        assert "pearl/advantage/nonzero_frac" in r and r["training/rollout_probs_diff_max"] < 2e-4
     evals = [r for r in rows if "eval/reward/mean" in r]
     assert [r["step"] for r in evals] == [0, 2] and all(r["eval/dialogues"] == 2 for r in evals)
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (out / "checkpoints" / "global_step_2" / "pearl_local_state.json").exists()
-    assert "held-out judge reward" in stdout
+    assert (out / "checkpoints" / "global_step_2" / "actor" / "huggingface" / "config.json").exists()
 
-    # a person reads the summary and the progress bar; verl's and torch's notes go to train.log
+    # a person reads the progress bar and the summary; verl's, Ray's and torch's output go to train.log
     summary = (out / "summary.txt").read_text()
-    assert "95% interval" in summary and "what the tutor does" in summary and summary.strip() in stdout
+    assert "95% interval" in summary and "what the tutor does" in summary and summary.strip() in proc.stdout
+    assert "train-local: 100%" in proc.stderr
+    chatter = ("UserWarning", "WARNING", "TaskRunner", "ray", "Loading weights")
+    assert not any(text in proc.stdout + proc.stderr for text in chatter), (proc.stdout + proc.stderr)[-2000:]
+    assert "TaskRunner" in (out / "train.log").read_text()
     assert "## Dialogue 1" in (out / "dialogues.md").read_text()
-    # every step's dialogues with their judgement, shaped rewards and the advantage the update used
+    # every step's dialogues with their judge fields, shaped rewards and the advantage the update used
     dumped = [json.loads(line) for line in (out / "dialogues" / "step_0002.jsonl").read_text().splitlines()]
-    assert len(dumped) == 2 and {d["step"] for d in dumped} == {2}  # 1 problem x group of 2
-    assert len({d["uid"] for d in dumped}) == 1
+    assert len(dumped) == 2 and {d["step"] for d in dumped} == {2} and len({d["uid"] for d in dumped}) == 1
     for d in dumped:
-        assert d["episode"]["turns"] and d["judge"]["judge_ok"] in (0, 1)
-        if d["judge"]["judge_ok"]:
-            assert len(d["judge"]["criteria"]) == 24 and len(d["shaped"]) == 8 and d["reward"] is not None
+        assert d["episode"]["turns"] and d["judge"]["judge_ok"] == 1 and len(d["shaped"]) == 8
+    assert abs(sum(d["advantage"] for d in dumped)) < 1e-4  # a group's advantages are z-scores
     held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
-    assert all(len(h["judgements"]) == len(h["episodes"]) for h in held)  # each held-out judgement kept whole
     assert all(len(j["criteria"]) == 24 for h in held for j in h["judgements"] if j["judge_ok"])
-    for uid in {d["uid"] for d in dumped}:  # within a group, advantages are z-scores: they sum to 0
-        group = [d["advantage"] for d in dumped if d["uid"] == uid and d["judge"]["judge_ok"]]
-        assert abs(sum(group)) < 1e-4
-    assert "train-local: 100%" in stderr
-    assert "validate_config" in (out / "train.log").read_text()
 
-    # resumed with a bfloat16 rollout copy (the fp32 policy's weights load into it and it generates)
-    # and a float32 update (verl's FSDP mixed precision set to fp32 instead of its bf16 autocast)
-    resume = ["--steps", "3", "--resume", "--rollout-dtype", "bfloat16", "--train-dtype", "float32"]
-    stdout, stderr = _run(["train-local", "--out-dir", str(out), *resume, *SMALL], streams=True)
-    # the real entry point: nothing of verl's, transformers' or torch's chatter on screen
-    chatter = ("validate_config", "UserWarning", "Before FSDP", "latform", "WARNING", "Loading weights")
-    assert not any(text in stdout + stderr for text in chatter), (stdout + stderr)[-2000:]
-    assert "held-out judge reward, step 0 -> 3" in stdout
+    # resumed from verl's step-2 checkpoint with one more step: only step 3 runs, then its evaluation
+    proc = _run(["train-local", "--out-dir", str(out), "--steps", "3", "--resume", *SMALL, *COLD])
+    assert "trainer.resume_mode=auto" in _verl_overrides(out)
     rows = _metrics(out)
-    assert [r["step"] for r in rows if "reward/mean" in r] == [1, 2, 3]  # resumed, nothing repeated
-    assert (out / "checkpoints" / "global_step_3").exists()
-    state = json.loads((out / "checkpoints" / "global_step_3" / "pearl_local_state.json").read_text())
-    assert (state["config"]["rollout_dtype"], state["config"]["train_dtype"]) == ("bfloat16", "float32")
-    last = [r for r in rows if "reward/mean" in r][-1]
-    assert last["actor/param_change"] > 0  # the float32 update ran
+    assert [r["step"] for r in rows if "reward/mean" in r] == [1, 2, 3]  # nothing repeated
+    assert [r["step"] for r in rows if "eval/reward/mean" in r] == [0, 2, 3]
+    assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
+    assert "held-out judge reward, step 0 -> 3" in proc.stdout
 
 
 def test_bad_settings_fail_before_any_work(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "pearl_verl.cli", "train-local", "--out-dir", str(tmp_path), "--group-size", "1"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 2 and "group_size=1 must be >= 2" in proc.stderr
+    proc = _run(["train-local", "--out-dir", str(tmp_path), "--group-size", "1"], expect=2)
+    assert "group_size=1 must be >= 2" in proc.stderr
+    proc = _run(["train-local", "--out-dir", str(tmp_path / "x"), "trainer.no_such_key=1"], expect=2)
+    assert "no_such_key" in proc.stderr and not (tmp_path / "x" / "checkpoints").exists()
 
 
-def test_cold_start_sft_runs_before_rl_on_the_same_actor(tmp_path):
-    out = tmp_path / "cold"
-    stdout = _run(["train-local", "--out-dir", str(out), "--steps", "1", "--judge", "probe", *SMALL, "--cold-start-steps", "3",
-                   "--cold-start-dialogues", "2", "--max-tutor-turns", "8", "--cold-start-lr", "1e-2", "--lr", "1e-3"])
-    rows = _metrics(out)
-    assert rows[0].get("phase") == "cold_start"  # RL starts from the cold start: no evaluation of random weights
-    cold = rows[0]
-    assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] >= 1
-    assert cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
-    assert 0 < cold["cold_start/loss_last"] < cold["cold_start/loss_first"]  # SFT moved the tiny model
-    assert cold["eval/dialogues"] == 2  # evaluated again after the cold start
-    assert (out / "cold_start" / "teacher_dialogues.parquet").exists()
-    assert [r["step"] for r in rows if "reward/mean" in r] == [1] and "held-out judge reward" in stdout
-    assert [r["actor/lr"] for r in rows if "reward/mean" in r] == [1e-3]  # RL's rate again after SFT's
-
-
-# The offline judge replaced by one whose endpoint is down: every judgement fails (judge_ok=0).
-DOWN = textwrap.dedent(
-    """
-    import sys
-    from pearl_verl.judge import offline
-    from pearl_verl.judge.types import JudgeResult
-
-    async def down(self, episode):
-        return JudgeResult(ok=False, error="connection refused", attempts=3)
-
-    offline.HeuristicJudge.judge = down
-    from pearl_verl.cli import main
-    sys.exit(main(sys.argv[1:]))
-    """
-)
-
-
-def test_a_run_whose_judge_always_fails_stops_with_a_resumable_checkpoint(tmp_path):
+def test_a_run_whose_judge_is_down_stops_with_the_failure_guard_and_a_resumable_checkpoint(tmp_path):
     out = tmp_path / "down"
-    command = [sys.executable, "-c", DOWN, "train-local", "--out-dir", str(out), "--steps", "10", *SMALL,
-               "--eval-problems", "0", "--save-every", "10"]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 1, proc.stderr[-3000:]
+    down = ["reward.reward_kwargs.backend=llm", "+reward.reward_kwargs.base_url=http://127.0.0.1:9/v1",
+            "+reward.reward_kwargs.model=pearl-judge", "+reward.reward_kwargs.timeout_s=2",
+            "+reward.reward_kwargs.max_retries=0"]
+    proc = _run(["train-local", "--out-dir", str(out), "--steps", "10", *SMALL, "--cold-start-steps", "0",
+                 "--eval-problems", "0", "--save-every", "10", *down], expect=1)
     error = proc.stderr.strip().splitlines()[-1]
-    assert error.startswith("error: pearl/judge/failure_rate stayed above 0.5 for 3 consecutive steps (steps 1-3: 1.00")
-    assert "rerun with --resume" in error and "the judge endpoint" in error
-    assert [r["step"] for r in _metrics(out)] == [1, 2, 3]  # stopped at the third step, not the tenth
-    assert (out / "checkpoints" / "global_step_3" / "pearl_local_state.json").exists()
+    assert error.startswith("error: pearl/judge/failure_rate stayed above 0.5 for 3 consecutive steps"), error
+    assert "rerun with --resume" in error and "the judge" in error
+    rows = _metrics(out)
+    assert [r["step"] for r in rows if "reward/mean" in r] == [1, 2, 3]  # stopped at the third step, not the tenth
+    assert all(r["pearl/judge/failure_rate"] == 1.0 for r in rows if "reward/mean" in r)
+    assert (out / "checkpoints" / "global_step_3" / "actor").is_dir()
 
 
 def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
@@ -176,14 +121,13 @@ def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
     from pearl_verl.local.runtime import Device, device_overrides
 
     monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: True)
-    assert train.resolve_dtype("auto", on_gpu=False, model="smollm2") == torch.bfloat16
-    assert train.resolve_dtype("auto", on_gpu=False, model="tiny") == torch.float32
-    assert train.resolve_dtype("auto", on_gpu=False, model="tiny", role="train") == torch.bfloat16
-    assert train.resolve_dtype("float32", on_gpu=True, model="smollm2") == torch.float32
+    assert train.resolve_dtype("auto", model="smollm2") == torch.bfloat16
+    assert train.resolve_dtype("auto", model="tiny") == torch.float32
+    assert train.resolve_dtype("auto", model="tiny", role="train") == torch.bfloat16
+    assert train.resolve_dtype("float32", model="smollm2") == torch.float32
     monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: False)
-    assert train.resolve_dtype("auto", on_gpu=False, model="smollm2") == torch.float32
-    assert train.resolve_dtype("auto", on_gpu=False, model="smollm2", role="train") == torch.float32
-    assert train.resolve_dtype("auto", on_gpu=True, model="tiny") == torch.bfloat16
+    assert train.resolve_dtype("auto", model="smollm2") == torch.float32
+    assert train.resolve_dtype("auto", model="smollm2", role="train") == torch.float32
     with pytest.raises(ValueError, match="rollout_dtype='fp8' must be one of"):
         train.LocalTrainConfig(rollout_dtype="fp8")
     with pytest.raises(ValueError, match="train_dtype='half' must be one of"):

@@ -1,0 +1,176 @@
+"""The RL stage of ``train-local``: verl's own ``main_ppo`` on this machine's CPU, as a child process.
+
+Ray, TransferQueue, the FSDP2 actor worker, the ``hf`` rollout server, the ``pearl_tutor`` agent loop,
+the ``pearl_judge`` reward loop, the ``pearl`` estimator in ``pearl_sync`` mode, GSPO and verl's
+weight sync: the cluster path, with the CPU parts :mod:`pearl_verl.local.verl_cpu` registers. The
+parent follows verl's file logger to drive its progress bar and keeps every step's metrics in
+its own ``metrics.jsonl`` (verl's logger starts its file anew on every launch, a resumed one too).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from pearl_verl.advantage.failure_guard import TrainingStalled
+from pearl_verl.dims import DIMENSIONS
+
+RAY_LOGICAL_CPUS = 16
+"""Ray's logical CPU slots: verl starts ~10 actors that each ask for one; the cores are shared, not reserved."""
+STALL_MARK = "stayed above"
+"""In the failure guard's message (:class:`TrainingStalled`), which ends the child's output when it stops a run."""
+
+
+def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: int, start: str, judge: str,
+                 rollout_dtype: str) -> list[str]:
+    """The Hydra overrides that make verl's ``ppo_trainer`` config run train-local's RL stage on the CPU parts.
+
+    The algorithm settings (GSPO, batch, lengths, PEARL) come from :func:`pearl_verl.local.train.algorithm_overrides`;
+    these are the run's: model, data, judge, device, logging, checkpoints. Every checkpoint includes the
+    Hugging Face export (``hf_model``) that the held-out evaluations load. ``start``: ``disable`` (from
+    ``policy``), ``auto`` (verl's latest checkpoint) or the path of a ``global_step_N`` checkpoint.
+    """
+    resume = [f"trainer.resume_mode={start}"] if start in ("auto", "disable") else \
+        ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={start}"]
+    return [
+        f"actor_rollout_ref.model.path={policy}",
+        f"data.train_files=['{data / 'train.parquet'}']",
+        f"data.val_files=['{data / 'val.parquet'}']",
+        "data.return_raw_chat=True",
+        "data.dataloader_num_workers=0",
+        "actor_rollout_ref.rollout.name=hf",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+        "actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor",
+        f"actor_rollout_ref.rollout.dtype={rollout_dtype}",
+        "reward.reward_manager.name=pearl_judge",
+        "reward.reward_model.enable=False",
+        f"+reward.reward_kwargs.backend={judge}",
+        # the host CPU: logical Ray GPUs (torch sees none), one storage unit and one worker per loop for few cores
+        "trainer.device=cpu",
+        "+ray_kwargs.ray_init.num_gpus=1",
+        f"ray_kwargs.ray_init.num_cpus={RAY_LOGICAL_CPUS}",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        "reward.num_workers=1",
+        f"trainer.total_training_steps={steps}",
+        "trainer.total_epochs=1000",  # the step count ends the run
+        f"trainer.save_freq={save_freq}",
+        "trainer.test_freq=-1",
+        "trainer.val_before_train=False",
+        *resume,
+        f"trainer.default_local_dir={out / 'checkpoints'}",
+        f"trainer.rollout_data_dir={out / 'rollouts'}",
+        "trainer.logger=['file']",
+        "trainer.project_name=pearl_verl",
+        "trainer.experiment_name=train-local",
+        "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']",
+    ]
+
+
+def latest_checkpoint(out: Path) -> int:
+    """The step of verl's latest checkpoint under ``out/checkpoints`` (0 when there is none)."""
+    marker = out / "checkpoints" / "latest_checkpointed_iteration.txt"
+    return int(marker.read_text().strip()) if marker.exists() else 0
+
+
+def hf_export(out: Path, step: int) -> Path:
+    """The Hugging Face export of the step-``step`` checkpoint (what the evaluation loads)."""
+    return out / "checkpoints" / f"global_step_{step}" / "actor" / "huggingface"
+
+
+def step_row(verl_row: dict[str, Any]) -> dict[str, Any] | None:
+    """One training step of verl's file logger as a ``metrics.jsonl`` row; None for other rows (validation).
+
+    ``reward/mean`` is the mean of the eight per-dimension judge rewards over the dialogues the judge
+    scored, as the held-out ``eval/reward/mean``.
+    """
+    data = verl_row.get("data", {})
+    if not any(key.startswith("pearl/") for key in data):
+        return None
+    dims = [data.get(f"pearl/reward/{d}/mean") for d in DIMENSIONS]
+    reward = sum(dims) / len(dims) if all(isinstance(v, int | float) for v in dims) else math.nan
+    return {"step": int(verl_row["step"]), "phase": "train", "reward/mean": reward, **data}
+
+
+def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Callable[[dict[str, Any]], None],
+                 resume_hint: str) -> None:
+    """Run ``python -m pearl_verl.verl_plugin.main_ppo overrides``; ``on_step(row)`` for each step it logs.
+
+    The child's output (Ray's, verl's, the workers') is appended to the file ``log``.
+
+    Raises:
+        TrainingStalled: the failure guard stopped the run (its message, with ``resume_hint``).
+        RuntimeError: the run failed otherwise (the last lines of its output in the message).
+    """
+    metrics = out / "verl_metrics.jsonl"
+    metrics.unlink(missing_ok=True)
+    env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics),
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "RAY_DEDUP_LOGS": "0"}
+    command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *overrides, f"hydra.run.dir={out / 'hydra'}"]
+    log.flush()
+    start = log.tell()
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    seen = 0
+    try:
+        while proc.poll() is None:
+            seen = _follow(metrics, seen, on_step)
+            time.sleep(0.5)
+    except BaseException:
+        _stop(proc)
+        raise
+    _follow(metrics, seen, on_step)
+    if proc.returncode != 0:
+        tail = _read_from(log, start)
+        stall = [line for line in tail.splitlines() if STALL_MARK in line and "pearl/" in line]
+        if stall:
+            message = stall[-1].split("TrainingStalled: ", 1)[-1].strip()
+            raise TrainingStalled(message.replace("relaunch with trainer.resume_mode=auto", resume_hint))
+        raise RuntimeError(f"verl's main_ppo exited with code {proc.returncode}; the end of its output:\n"
+                           + "\n".join(tail.splitlines()[-40:]))
+
+
+def _follow(path: Path, seen: int, on_step: Callable[[dict[str, Any]], None]) -> int:
+    """Hand the complete lines after the first ``seen`` to ``on_step``; returns the number of lines consumed."""
+    for row in _complete_rows(path, seen):
+        seen += 1
+        step = step_row(row)
+        if step is not None:
+            on_step(step)
+    return seen
+
+
+def _complete_rows(path: Path, skip: int) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().split("\n")
+    for line in lines[skip:-1]:  # the last piece is empty or a line still being written
+        yield json.loads(line) if line.strip() else {}
+
+
+def _read_from(log: TextIO, start: int) -> str:
+    log.flush()
+    with open(log.name, encoding="utf-8", errors="replace") as handle:
+        handle.seek(start)
+        return handle.read()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Interrupt the child's whole session (Ray's processes too), then kill it if it lingers."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
