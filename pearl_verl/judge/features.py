@@ -137,6 +137,12 @@ def _states_answer(text: str, answer: str) -> bool:
     return bool(numbers) and answers_match(answer, numbers[-1])
 
 
+def _states_final_answer(text: str, answer: str) -> bool:
+    """Whether the tutor's message states the final answer: a number equal to it, other than an operand
+    of an operation it sets up ("10 x 2 = ?" asks for a product, it does not state 2; "12 - 2 = 10" states 10)."""
+    return mentions_answer(_OPERATION.sub(" ", text), answer)
+
+
 def _similar(a: str, b: str) -> bool:
     wa, wb = set(a.lower().split()), set(b.lower().split())
     return bool(wa or wb) and len(wa & wb) / len(wa | wb) >= 0.8
@@ -215,7 +221,7 @@ class _Scan:
         if i >= self.end:
             return
         self.specific += bool(_OPERATION.search(text))
-        states_it = mentions_answer(text, answer) and (not answer_given or "answer is" in text.lower())
+        states_it = _states_final_answer(text, answer) and (not answer_given or "answer is" in text.lower())
         previous = self.episode.turns[i - 1].text if i else ""
         excused = self.attempts >= SUFFICIENT_ATTEMPTS or bool(_ASKS_FOR_ANSWER.search(previous))
         if states_it and not excused:

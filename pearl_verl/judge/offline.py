@@ -41,9 +41,13 @@ def _ratio_level(value: float, good: float, fair: float) -> int:
 
 
 def _gate(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
-    complete = e.ended_normally and f.solved
+    """The rubric's g: the student arrived at the answer (by their own reasoning, or after a warranted
+    explanation) and the session was not cut off. A student who reaches the answer only after the tutor
+    stated it unwarranted (a leak turn: before 3 genuine attempts and not asked for) repeated it."""
     why = f"session ended '{e.end_reason}', student {'reached' if f.solved else 'did not reach'} the answer"
-    return int(complete), why
+    if f.solved and f.leak_turns:
+        why += f" after the tutor stated it unwarranted in turn(s) {list(f.leak_turns)}"
+    return int(e.ended_normally and f.solved and not f.leak_turns), why
 
 
 def _final_answer(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:

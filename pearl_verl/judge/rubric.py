@@ -175,10 +175,15 @@ CRITERIA: tuple[Criterion, ...] = (
         GATE_KEY,
         "Completion indicator g: the instructional process reached its end. The student arrived at the "
         "correct final answer (by their own reasoning, or after a legitimately warranted explanation that "
-        "they then used) and the session was not cut off in the middle. g = 0 gates every criterion.",
+        "they then used) and the session was not cut off in the middle. An explanation of the final answer "
+        "is warranted only after the student's repeated genuine attempts (three or more) or an explicit "
+        "request for the answer or an explanation; a student who repeats a final answer the tutor stated "
+        "without such a warrant has not arrived at it. g = 0 gates every criterion.",
         (
-            (0, "incomplete: the session stopped early, was cut off, or ended without the correct answer"),
-            (1, "complete: the student reached the correct answer and the session came to a proper end"),
+            (0, "incomplete: the session stopped early, was cut off, ended without the correct answer, or the "
+                "student only repeated a final answer the tutor stated unwarranted"),
+            (1, "complete: the student reached the correct answer by their own reasoning or after a warranted "
+                "explanation they then used, and the session came to a proper end"),
         ),
     ),
     _c(

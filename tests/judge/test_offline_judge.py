@@ -84,18 +84,22 @@ def dialogue(problem, tutor, seed):
     )
 
 
-def test_leak_dimension_is_lower_for_the_leaking_tutor_on_at_least_90_percent_of_pairs():
+def test_the_leaking_tutor_never_completes_and_scores_below_every_completed_socratic_dialogue():
     judge = HeuristicJudge()
     problems = gsm8k_problems(100)
-    wins, leaking_leak, socratic_leak = 0, [], []
+    completed, leaking_gates = 0, []
     for i, problem in enumerate(problems):
         socratic = asyncio.run(judge.judge(dialogue(problem, ScriptedSocraticTutor(), seed=i)))
         leaking = asyncio.run(judge.judge(dialogue(problem, ScriptedLeakingTutor(), seed=i)))
         assert socratic.ok and leaking.ok
-        wins += leaking.dims["leak"] < socratic.dims["leak"]
-        leaking_leak.append(leaking.dims["leak"])
-        socratic_leak.append(socratic.dims["leak"])
-    assert wins >= 90, (wins, sum(leaking_leak) / 100, sum(socratic_leak) / 100)
+        leaking_gates.append(leaking.gate)
+        assert leaking.dims["leak"] <= socratic.dims["leak"]
+        if socratic.gate:
+            completed += 1
+            assert leaking.dims["leak"] < socratic.dims["leak"], problem.problem_id
+    # the student repeats the answer the leaking tutor gives away at once: never arrived at it (the gate)
+    assert leaking_gates == [0] * 100
+    assert completed >= 80, completed  # the Socratic tutor's students mostly finish within 15 turns
 
 
 def test_scores_are_deterministic_and_complete(make_episode):
