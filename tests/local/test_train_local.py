@@ -137,3 +137,20 @@ def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
     assert fp32 == ["+actor_rollout_ref.actor.fsdp_config.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,"
                     "buffer_dtype:fp32}"]
     assert not [o for o in device_overrides(Device("cpu"), "bfloat16") if "mixed_precision" in o]
+
+
+def test_train_local_runs_the_cpu_recipes_gspo_and_pearl_algorithm():
+    """The main job's algorithm keys are the recipes' (lib/gspo.sh): what it shows learning is what a cluster runs."""
+    from pearl_verl.local.config import LocalTrainConfig
+    from pearl_verl.local.train import algorithm_overrides
+
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
+    printed = subprocess.run(["bash", str(recipe), "--dry-run"], capture_output=True, text=True, check=True).stdout
+    recipe_values = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
+    ours = dict(o.split("=", 1) for o in algorithm_overrides(LocalTrainConfig()))
+    shared = ["actor_rollout_ref.actor.policy_loss.loss_mode", "actor_rollout_ref.actor.loss_agg_mode",
+              "actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio_high",
+              "actor_rollout_ref.actor.clip_ratio_c", "actor_rollout_ref.actor.use_kl_loss", "algorithm.adv_estimator",
+              "algorithm.use_kl_in_reward", "trainer.v1.trainer_mode", "+pearl.advantage.gamma",
+              "actor_rollout_ref.actor.strategy", "actor_rollout_ref.actor.fsdp_config.use_torch_compile"]
+    assert {key: ours[key] for key in shared} == {key: recipe_values[key] for key in shared}
