@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import sys
 from collections import Counter
 
@@ -24,26 +23,19 @@ def main() -> int:
     parser.add_argument("--per-sample", type=int, default=4)
     args = parser.parse_args()
 
-    from pearl_verl.data.conditions import ConditionSampler
-    from pearl_verl.data.sources import load_source
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
-    from pearl_verl.dialogue.sample import PearlSample
     from pearl_verl.judge.features import extract_features
     from pearl_verl.judge.offline import HeuristicJudge
     from pearl_verl.local.cold_start import teacher_dialogues
-    from pearl_verl.local.config import LOCAL_PROBLEMS, LocalTrainConfig
+    from pearl_verl.local.config import LocalTrainConfig
+    from pearl_verl.local.train import draw_samples
     from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
     from pearl_verl.tutor.styles import TEACHER_POOLS
 
     config = LocalTrainConfig(seed=args.seed)
     simulator = build_simulator(StudentConfig(backend="offline"))
-    items, _ = load_source(LOCAL_PROBLEMS[config.problems], config.problems)
-    rng, sampler = random.Random(config.seed), ConditionSampler(ability_mix=config.ability_mix)
-    samples = []
-    for item in items[: config.num_problems]:
-        condition = sampler.sample(rng, item.misconception)
-        samples.append(PearlSample(item.problem, condition, simulator.opening(item.problem, condition)))
+    samples, _ = draw_samples(config, simulator)
     episodes = asyncio.run(teacher_dialogues(simulator, samples, args.per_sample, EpisodeLimits(config.max_tutor_turns),
                                              config.seed, pool=config.cold_start_teachers))
     teachers = [cls.__name__ for cls in TEACHER_POOLS[config.cold_start_teachers]]

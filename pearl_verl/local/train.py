@@ -31,12 +31,11 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
-from pearl_verl.judge.types import TutoringJudge
+from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.local.heldout import HeldOut, append_heldout, read_heldout
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
-from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics, write_dialogues
 from pearl_verl.local.runtime import Device, compose_verl_config, device_overrides, setup_process
 
@@ -111,6 +110,27 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
     ]
 
 
+def draw_samples(config: LocalTrainConfig, simulator: Any) -> tuple[list[PearlSample], list[PearlSample]]:
+    """The run's training samples, and its held-out samples (the next problems of the file), each with a
+    student condition drawn from ``config.seed`` in file order and the simulator's opening."""
+    c = config
+    path = c.problems_file or LOCAL_PROBLEMS.get(c.problems, FIXTURE_ALIAS)
+    items, _ = load_source(path, c.problems)
+    needed = c.num_problems + c.eval_problems
+    if len(items) < needed:
+        raise InputError(
+            f"{path} has {len(items)} problems; num_problems + eval_problems = {needed}. "
+            "Lower them or pass a larger --problems-file."
+        )
+    rng = random.Random(c.seed)
+    sampler = ConditionSampler(ability_mix=c.ability_mix)
+    samples = []
+    for item in items[:needed]:
+        condition = sampler.sample(rng, item.misconception)
+        samples.append(PearlSample(item.problem, condition, simulator.opening(item.problem, condition)))
+    return samples[: c.num_problems], samples[c.num_problems :]
+
+
 class LocalRun:
     """A run directory and everything built once for it: settings, samples, data, judge, evaluator."""
 
@@ -139,8 +159,8 @@ class LocalRun:
             raise InputError(f"verl's config rejected the run's overrides: {exc}") from exc
         prepare(self.verl_config)  # the checks main_ppo runs, here before any work
         self.simulator = simulator_for(pearl_config_from_root(self.verl_config))
-        self.samples, self.eval_samples = self._samples()
-        self.judge = _judge(config.judge)
+        self.samples, self.eval_samples = draw_samples(config, self.simulator)
+        self.judge = build_judge(JudgeConfig(backend=config.judge))  # the evaluation's; verl's reward loop has its own
 
     def overrides(self, resume: bool) -> list[str]:
         """Every verl override of the RL stage: the algorithm's, the run's, then the user's.
@@ -159,25 +179,6 @@ class LocalRun:
                           rollout_dtype=_dtype_name(self.rollout_dtype)),
             *self.extra_overrides,
         ]
-
-    def _samples(self) -> tuple[list[PearlSample], list[PearlSample]]:
-        """Training samples, and held-out evaluation samples (the next problems of the file)."""
-        c = self.config
-        path = c.problems_file or LOCAL_PROBLEMS.get(c.problems, FIXTURE_ALIAS)
-        items, _ = load_source(path, c.problems)
-        needed = c.num_problems + c.eval_problems
-        if len(items) < needed:
-            raise InputError(
-                f"{path} has {len(items)} problems; num_problems + eval_problems = {needed}. "
-                "Lower them or pass a larger --problems-file."
-            )
-        rng = random.Random(c.seed)
-        sampler = ConditionSampler(ability_mix=c.ability_mix)
-        samples = []
-        for item in items[:needed]:
-            condition = sampler.sample(rng, item.misconception)
-            samples.append(PearlSample(item.problem, condition, self.simulator.opening(item.problem, condition)))
-        return samples[: c.num_problems], samples[c.num_problems :]
 
     def write_data(self) -> None:
         """``out/data/{train,val}.parquet`` in verl's schema: the training and the held-out samples."""
@@ -208,8 +209,9 @@ class LocalRun:
                                                   EpisodeLimits(c.max_tutor_turns), c.seed, pool=c.cold_start_teachers))
         episodes = keep_for_pool(generated, c.cold_start_teachers)
         parquet = write_sft_parquet(episodes, self.out / "cold_start" / "teacher_dialogues.parquet")
-        setup_process()
-        actor_config = compose_verl_config([*self.overrides(resume=False), f"actor_rollout_ref.model.path={self.model_dir}"])
+        # the actor starts from the model; the run's own config already points at the cold start's export
+        actor_config = compose_verl_config([*self.overrides(resume=False),
+                                            f"actor_rollout_ref.model.path={self.model_dir}"])
         actor = build_actor(actor_config)
         from transformers import AutoTokenizer
 
@@ -248,16 +250,6 @@ def export_policy(actor: Any, source: Path, target: Path) -> Path:
     return target
 
 
-def _judge(name: str) -> TutoringJudge:
-    if name in PROBES:
-        from pearl_verl.local.probe_judge import ProbeJudge
-
-        return ProbeJudge(PROBES[name])
-    from pearl_verl.judge.config import JudgeConfig, build_judge
-
-    return build_judge(JudgeConfig(backend=name))
-
-
 def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: TextIO | None = None,
                  extra_overrides: list[str] = ()) -> list[dict[str, Any]]:
     """Train for ``config.steps`` steps (continuing from the latest checkpoint when ``resume``).
@@ -266,8 +258,8 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     evaluation; appended as it goes), ``heldout.jsonl`` (every held-out dialogue of every evaluation),
     ``curves.png``, ``dialogues.md`` (held-out dialogues where RL started and at the last step),
     ``dialogues/`` (every training dialogue with its judgement and advantage), ``summary.txt``,
-    ``checkpoints/`` (verl's), ``config.json`` (the settings) and ``train.log`` (verl's output). Prints a progress bar to
-    ``progress_file`` (default: stderr).
+    ``checkpoints/`` (verl's), ``config.json`` (the settings) and ``train.log`` (verl's output). Prints a
+    progress bar to ``progress_file`` (default: stderr).
 
     Returns:
         The metrics rows of the run directory, earlier runs' included when resuming.
@@ -278,7 +270,8 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
 
     run = LocalRun(config, extra_overrides)
     out = run.out
-    (out / "config.json").write_text(json.dumps({"config": asdict(config), "overrides": list(extra_overrides)}, indent=1))
+    settings = {"config": asdict(config), "overrides": list(extra_overrides)}
+    (out / "config.json").write_text(json.dumps(settings, indent=1))
     metrics_path, heldout_path = out / "metrics.jsonl", out / "heldout.jsonl"
     start = latest_checkpoint(out) if resume else 0
     evaluated = {held.step for _, held in read_heldout(heldout_path)} if start else set()

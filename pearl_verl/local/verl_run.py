@@ -112,7 +112,7 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
     metrics = out / "verl_metrics.jsonl"
     metrics.unlink(missing_ok=True)
     env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics),
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "RAY_DEDUP_LOGS": "0"}
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *overrides, f"hydra.run.dir={out / 'hydra'}"]
     log.flush()
     start = log.tell()
