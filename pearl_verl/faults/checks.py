@@ -162,7 +162,7 @@ def _student_calls_match(calls: Sequence[CallRecord], served: dict[str, list[Inj
         if len(kinds) != call.attempts:
             problems.append(f"student call {call.fingerprint} ({call.tag}): {call.attempts} attempts, "
                             f"{len(kinds)} requests served")
-        predicted = predict_call(kinds, bound)
+        predicted = predict_call(as_the_client_saw(kinds, call.failed_attempts), bound)
         if predicted is None and call.ok or predicted is not None and not call.ok:
             problems.append(f"student call {call.fingerprint} ({call.tag}): ok={call.ok} but injections {kinds}")
         elif call.ok and (call.text == "") != (predicted is FaultKind.EMPTY_CONTENT):
@@ -192,6 +192,21 @@ def _judge_outcomes_match(report: DrillReport) -> list[str]:
             problems.append(f"{episode.id}: judge_ok={report.rows[episode.id][JUDGE_OK_KEY]}, the fault plan "
                             f"implies {expected}")
     return problems
+
+
+def as_the_client_saw(kinds: Sequence[FaultKind | None], failed_attempts: Sequence[str]) -> list[FaultKind | None]:
+    """The served kinds, with an answer the client timed out on before it arrived counted as a timeout.
+
+    On a loaded machine an answer the server sent in time (clean, empty or slowly streamed) can
+    still reach the client after its per-attempt timeout: the client retried, as it must, and the
+    server's log alone would predict the answer it never read. Only a client-side ``timeout`` on
+    that very attempt is taken as such; any other disagreement stays a mismatch.
+    """
+    seen = list(kinds)
+    for attempt, reason in enumerate(failed_attempts[:len(seen)]):
+        if reason == "timeout" and seen[attempt] not in TRANSPORT_FAULTS:
+            seen[attempt] = FaultKind.TIMEOUT
+    return seen
 
 
 def predict_call(kinds: Sequence[FaultKind | None], bound: int) -> FaultKind | None | str:

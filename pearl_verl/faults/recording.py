@@ -47,6 +47,7 @@ class CallRecord:
         ok: whether the call returned a result.
         reason: the ``LLMCallError`` reason when it failed.
         text: the first completion when it succeeded.
+        failed_attempts: the client's reason for each attempt that failed, in order.
     """
 
     tag: str | None
@@ -55,6 +56,7 @@ class CallRecord:
     ok: bool
     reason: str | None = None
     text: str | None = None
+    failed_attempts: tuple[str, ...] = ()
 
 
 class RecordingBackend:
@@ -87,9 +89,10 @@ class RecordingBackend:
         try:
             result = await self.inner.chat(messages, sampling)
         except LLMCallError as exc:
-            self._add(CallRecord(tag, key, exc.attempts, False, exc.reason))
+            self._add(CallRecord(tag, key, exc.attempts, False, exc.reason, failed_attempts=exc.failed_attempts))
             raise
-        self._add(CallRecord(tag, key, result.attempts, True, text=result.texts[0] if result.texts else ""))
+        self._add(CallRecord(tag, key, result.attempts, True, text=result.texts[0] if result.texts else "",
+                             failed_attempts=result.failed_attempts))
         return result
 
     def _add(self, record: CallRecord) -> None:

@@ -15,6 +15,7 @@ since verl's agent-loop workers and tests run several loops in one process.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -82,22 +83,25 @@ class OpenAIChatClient:
         session, semaphore = await self._for_current_loop()
         body = json.dumps(self._request(messages, sampling))
         start = time.perf_counter()
-        attempts = 0
+        failed: list[str] = []
         async with semaphore:
             while True:
-                attempts += 1
                 try:
-                    result = await self._attempt(session, body, attempts, start)
+                    result = await self._attempt(session, body, len(failed) + 1, start)
                 except _Transient as exc:
-                    if attempts > self.endpoint.max_retries:
-                        raise self._fail(f"{exc.reason} after {attempts} attempts: {exc}", exc.reason, attempts, start) from None
-                    delay = self._backoff(attempts, exc.retry_after)
-                    logger.debug("retrying %s in %.2fs (attempt %d): %s", self._url, delay, attempts, exc.reason)
+                    failed.append(exc.reason)
+                    if len(failed) > self.endpoint.max_retries:
+                        raise self._fail(f"{exc.reason} after {len(failed)} attempts: {exc}", failed, start) from None
+                    delay = self._backoff(len(failed), exc.retry_after)
+                    logger.debug("retrying %s in %.2fs (attempt %d): %s", self._url, delay, len(failed), exc.reason)
+                    self.usage.backoff_s += delay
                     await asyncio.sleep(delay)
                     continue
                 except _Fatal as exc:
-                    raise self._fail(f"{exc.reason} from {self._url}: {exc}", exc.reason, attempts, start) from None
-                self.usage.record(result, attempts, result.latency_s)
+                    failed.append(exc.reason)
+                    raise self._fail(f"{exc.reason} from {self._url}: {exc}", failed, start) from None
+                result = dataclasses.replace(result, failed_attempts=tuple(failed))
+                self.usage.record(result, result.attempts, result.latency_s)
                 return result
 
     async def aclose(self) -> None:
@@ -165,10 +169,10 @@ class OpenAIChatClient:
         base = min(cap, self.endpoint.backoff_s * 2 ** (attempt - 1))
         return base * (0.5 + 0.5 * self._rng.random())
 
-    def _fail(self, message: str, reason: str, attempts: int, start: float) -> LLMCallError:
-        self.usage.record(None, attempts, time.perf_counter() - start, reason)
+    def _fail(self, message: str, failed: list[str], start: float) -> LLMCallError:
+        self.usage.record(None, len(failed), time.perf_counter() - start, failed[-1])
         logger.warning("LLM call to %s failed: %s", self._url, message)
-        return LLMCallError(message, reason, attempts)
+        return LLMCallError(message, failed[-1], len(failed), tuple(failed))
 
 
 def _response_format(mode: str, schema_text: str) -> dict[str, Any]:

@@ -137,6 +137,8 @@ class ChatResult:
         completion_tokens: completion tokens as reported by the server (0 if not reported).
         latency_s: wall time of the call including retries.
         attempts: HTTP attempts made (1 = no retry).
+        failed_attempts: the reason of each attempt that failed before the one that answered, in
+            order (``("timeout", "http_500")``): what a retry absorbed.
     """
 
     texts: tuple[str, ...]
@@ -145,6 +147,7 @@ class ChatResult:
     completion_tokens: int = 0
     latency_s: float = 0.0
     attempts: int = 1
+    failed_attempts: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -159,12 +162,15 @@ class LLMCallError(RuntimeError):
         reason: a short machine-readable cause: ``timeout``, ``connection``, ``http_429``,
             ``http_500``, ``http_400``, ``bad_response``...
         attempts: HTTP attempts made.
+        failed_attempts: the reason of each attempt, in order (the last one is ``reason``); empty
+            where the caller did not track attempts.
     """
 
-    def __init__(self, message: str, reason: str, attempts: int) -> None:
+    def __init__(self, message: str, reason: str, attempts: int, failed_attempts: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.reason = reason
         self.attempts = attempts
+        self.failed_attempts = failed_attempts
 
 
 @runtime_checkable
@@ -186,6 +192,8 @@ class UsageMeter:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    backoff_s: float = 0.0
+    """Seconds spent waiting between attempts (backoff or the server's Retry-After), part of ``latency_s``."""
     failure_reasons: dict[str, int] = field(default_factory=dict)
 
     def record(self, result: ChatResult | None, attempts: int, latency_s: float, reason: str | None = None) -> None:
@@ -211,5 +219,6 @@ class UsageMeter:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "latency_s": self.latency_s,
+            "backoff_s": self.backoff_s,
             "failure_reasons": dict(self.failure_reasons),
         }

@@ -15,7 +15,7 @@ from pearl_verl.dims import DIMENSIONS
 from pearl_verl.faults import checks
 from pearl_verl.faults.drill import DrillConfig, run_drill
 from pearl_verl.faults.drill_report import markdown, summarize
-from pearl_verl.faults.plan import FAULT_KINDS, Injection
+from pearl_verl.faults.plan import FAULT_KINDS, FaultKind, Injection
 from pearl_verl.faults.recording import CallRecord
 
 CONFIG = DrillConfig(groups=64, group_size=8, fault_rate=0.2, seed=0)
@@ -178,3 +178,21 @@ def test_invalid_drill_settings_are_rejected():
         DrillConfig(group_size=1)
     with pytest.raises(ValueError, match=r"fault_rate=1.5 must lie in \[0, 1\]"):
         DrillConfig(fault_rate=1.5)
+
+
+def _served(*kinds):
+    return {"f": [Injection(index=i, fingerprint="f", occurrence=i, kind=kind) for i, kind in enumerate(kinds)]}
+
+
+def test_an_answer_the_client_timed_out_on_is_a_timeout_and_nothing_else_is():
+    """Under load the server's empty answer can arrive after the client's timeout: the retry's text is right."""
+    bound = 1 + CONFIG.student_max_retries
+    late = CallRecord("e0", "f", 2, True, text="I think it is 4", failed_attempts=("timeout",))
+    assert checks._student_calls_match([late], _served(FaultKind.EMPTY_CONTENT, None), bound) == []
+    # without the client's word for it, the same record contradicts the plan
+    unexplained = dataclasses.replace(late, failed_attempts=("bad_response",))
+    assert "text 'I think it is 4', injected FaultKind.EMPTY_CONTENT" in checks._student_calls_match(
+        [unexplained], _served(FaultKind.EMPTY_CONTENT, None), bound)[0]
+    # an empty answer the client did read must stay empty
+    read = CallRecord("e0", "f", 1, True, text="I think it is 4")
+    assert checks._student_calls_match([read], _served(FaultKind.EMPTY_CONTENT), bound)
