@@ -26,7 +26,7 @@ print(released, round(before), round(rss_mb()))
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's")
 def test_freed_tensors_leave_the_process_after_a_step():
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=600)
     released, before, after = out.stdout.split()
     assert released == "True"
     assert int(before) - int(after) > 800, out.stdout  # 1.2 GB freed; none of it returned without the trim

@@ -75,7 +75,7 @@ def test_scoring_recipe_fails_early_on_a_dead_endpoint_and_passes_a_live_one(tmp
         capture_output=True,
         text=True,
         env={**env, "JUDGE_BASE_URL": "http://127.0.0.1:9/v1"},
-        timeout=60,
+        timeout=600,  # a hang guard: a busy machine may take minutes, never fails on time
     )
     assert dead.returncode == 1 and "judge endpoint http://127.0.0.1:9/v1 is not reachable" in dead.stderr
     assert not (tmp_path / "out.jsonl").exists()
@@ -90,7 +90,7 @@ def test_scoring_recipe_fails_early_on_a_dead_endpoint_and_passes_a_live_one(tmp
             check=False,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=600,  # a hang guard: a busy machine may take minutes, never fails on time
             env={**env, "JUDGE_BASE_URL": server.base_url, "PATH": f"{stub.parent}:{env['PATH']}"},
         )
     assert live.returncode == 0, live.stderr
