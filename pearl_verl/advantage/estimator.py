@@ -58,7 +58,9 @@ class AdvantageConfig:
     epsilon: float = 1e-6
 
     def __post_init__(self) -> None:
-        _check_scalars(self.gamma, self.epsilon, self.aggregation, field_prefix="pearl.advantage.")
+        gamma, epsilon = _check_scalars(self.gamma, self.epsilon, self.aggregation, field_prefix="pearl.advantage.")
+        object.__setattr__(self, "gamma", gamma)
+        object.__setattr__(self, "epsilon", epsilon)
         dims = tuple(self.dims)
         if not dims or len(set(dims)) != len(dims) or not all(isinstance(d, str) and d for d in dims):
             raise InputError(
@@ -163,7 +165,7 @@ def compute_pearl_advantage_breakdown(
     aggregation: str = "advantage",
 ) -> AdvantageBreakdown:
     """:func:`compute_pearl_advantage` with all intermediates; same arguments and errors."""
-    _check_scalars(gamma, epsilon, aggregation)
+    gamma, epsilon = _check_scalars(gamma, epsilon, aggregation)
     scores = _as_float_matrix(dim_scores)
     device = scores.device
     bs, k = scores.shape
@@ -360,19 +362,38 @@ def _canonical_labels(labels: np.ndarray) -> np.ndarray:
     return keys
 
 
-def _check_scalars(gamma: float, epsilon: float, aggregation: str, field_prefix: str = "") -> None:
-    if not (isinstance(gamma, int | float) and 0.0 < float(gamma) <= 1.0):
+def _real(value: Any, name: str) -> float:
+    """``value`` as a float: a Python, numpy or one-element tensor number, never a boolean.
+
+    ``True`` is an int to Python and would pass as 1.0 (no decay): a flag passed where a factor
+    goes is refused instead.
+    """
+    if isinstance(value, np.generic) or (isinstance(value, torch.Tensor) and value.numel() == 1):
+        value = value.item()
+    if isinstance(value, bool):
+        raise InputError(f"{name}={value!r} is a boolean, not a number.")
+    if not isinstance(value, int | float):
+        raise InputError(f"{name}={value!r} has type {type(value).__name__}, not a number.")
+    return float(value)
+
+
+def _check_scalars(gamma: Any, epsilon: Any, aggregation: str, field_prefix: str = "") -> tuple[float, float]:
+    """``(gamma, epsilon)`` as floats, each checked against its range."""
+    gamma = _real(gamma, f"{field_prefix}gamma")
+    if not 0.0 < gamma <= 1.0:  # NaN fails this too
         raise InputError(
             f"{field_prefix}gamma={gamma!r} must lie in (0, 1]: it is the per-turn decay factor "
             "(paper: 0.98; 1.0 switches the turn penalty off)."
         )
-    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
+    epsilon = _real(epsilon, f"{field_prefix}epsilon")
+    if not (math.isfinite(epsilon) and epsilon > 0):
         raise InputError(f"{field_prefix}epsilon={epsilon!r} must be a positive finite number (default 1e-6).")
     if aggregation not in AGGREGATIONS:
         raise InputError(
             f"{field_prefix}aggregation={aggregation!r} is not one of {list(AGGREGATIONS)}: "
             "'advantage' is PEARL, 'reward' is the mean-reward baseline."
         )
+    return gamma, epsilon
 
 
 def _to_tensor(values: Any, device: Any) -> torch.Tensor:

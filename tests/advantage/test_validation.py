@@ -1,5 +1,6 @@
 """Bad inputs to the estimator raise ValueError naming the offending field."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -38,6 +39,9 @@ def _call(**overrides):
         ({"gamma": 0.0}, r"gamma=0\.0 must lie in \(0, 1\]"),
         ({"gamma": 1.5}, r"gamma=1\.5 must lie in \(0, 1\]"),
         ({"gamma": float("nan")}, r"gamma=nan must lie in \(0, 1\]"),
+        ({"gamma": True}, r"gamma=True is a boolean, not a number"),
+        ({"gamma": "0.9"}, r"gamma='0\.9' has type str, not a number"),
+        ({"epsilon": np.bool_(True)}, r"epsilon=True is a boolean"),
         ({"epsilon": 0.0}, r"epsilon=0\.0 must be a positive finite number"),
         ({"aggregation": "sum"}, r"aggregation='sum' is not one of \['advantage', 'reward'\]"),
         ({"weights": [0.5, 0.6]}, r"weights row 0 sums to 1\.1, not 1"),
@@ -83,3 +87,10 @@ def test_config_normalises_sequences_to_tuples():
     cfg = AdvantageConfig(dims=["a", "b"], weights=[0.25, 0.75])
     assert cfg.dims == ("a", "b") and cfg.weights == (0.25, 0.75)
     hash(cfg)  # frozen and hashable: safe to share across workers
+
+
+@pytest.mark.parametrize("gamma", [torch.tensor(0.9), torch.tensor([0.9]), np.float32(0.9), np.float64(0.9)])
+def test_a_gamma_from_torch_or_numpy_is_its_number(gamma):
+    ref = _call(gamma=0.9)
+    assert torch.allclose(_call(gamma=gamma), ref)
+    assert AdvantageConfig(gamma=gamma).gamma == pytest.approx(0.9) and type(AdvantageConfig(gamma=gamma).gamma) is float
