@@ -37,6 +37,8 @@ KINDS = {
     "not-json": (b'\n\n{"question": oops\n', 3),
     "not-an-object": (b"[1, 2, 3]\n", 1),
     "wrong-record": (b'{"id": "x", "question": 5, "episode": 3, "uid": 1}\n', 1),
+    "number-question": (b'{"question": 12345, "answer": "He has 7.\\n#### 7"}\n', 1),
+    "huge-question": (json.dumps({"question": "x" * 25_000, "answer": "He has 7.\n#### 7"}).encode() + b"\n", 1),
 }
 
 

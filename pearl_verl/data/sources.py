@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.dialogue.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed, numbers_in
-from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.problem import MAX_TEXT_CHARS, Problem
 from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import input_file, parse_line
 
@@ -74,6 +74,9 @@ def _text(row: dict[str, Any], key: str, path: str, line: int) -> str:
     value = row.get(key)
     if not isinstance(value, str) or not value.strip():
         raise SourceError(RowError(path, line, key, "missing or empty"))
+    if len(value) > MAX_TEXT_CHARS:
+        raise SourceError(RowError(path, line, key, f"has {len(value):,} characters, over the {MAX_TEXT_CHARS:,} "
+                                                    "a problem's field may have"))
     return value
 
 

@@ -10,6 +10,17 @@ from typing import Any
 from pearl_verl.errors import InputError
 
 
+MAX_TEXT_CHARS = 20_000
+"""Longest question or reference solution accepted: MATH's longest solutions have a few thousand
+characters; a longer field is a wrong column or a corrupt file, and would make every prompt that
+quotes it (student, tutor, judge) slow and expensive."""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 @dataclass(frozen=True)
 class Problem:
     """One problem.
@@ -30,9 +41,23 @@ class Problem:
     source: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("problem_id", "answer"):  # JSON files often hold these as numbers: 42, 7.5
+            value = getattr(self, name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                object.__setattr__(self, name, str(value))
+        for name in ("problem_id", "question", "reference_solution", "answer", "source"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise InputError(f"Problem.{name} = {_shown(value)} is {type(value).__name__}, not text.")
         for name in ("problem_id", "question", "answer"):
-            if not str(getattr(self, name)).strip():
+            if not getattr(self, name).strip():
                 raise InputError(f"Problem.{name} is empty (problem_id={self.problem_id!r}).")
+        for name in ("question", "reference_solution"):
+            if len(getattr(self, name)) > MAX_TEXT_CHARS:
+                raise InputError(
+                    f"Problem.{name} has {len(getattr(self, name)):,} characters, over the {MAX_TEXT_CHARS:,} "
+                    f"a problem may have (problem_id={self.problem_id[:60]!r}): is this field the right one?"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
