@@ -79,6 +79,9 @@ def add_config_flags(
         flag.type = hints[name]
         if defaults and name in defaults:
             flag.default, flag.default_factory = defaults[name], dataclasses.MISSING
+        allowed = getattr(cls, "RANGES", {}).get(name)
+        if allowed is not None:
+            help_text = f"{help_text} Allowed: {allowed}."
         metadata: dict[str, Any] = {"help": _help(help_text, flag.default)}
         if name in choices:
             metadata["choices"] = tuple(choices[name])

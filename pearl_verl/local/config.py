@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from pearl_verl.errors import InputError, check_choices
+from pearl_verl.errors import InputError, Range, check_choices, check_ranges
 from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
@@ -84,6 +84,18 @@ class LocalTrainConfig:
     }
     """The allowed values of the string settings (``--help`` lists them; ``__post_init__`` checks them)."""
 
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        **dict.fromkeys(("steps", "num_problems", "batch_problems", "max_tutor_turns", "max_tokens_per_turn",
+                         "response_length", "prompt_length", "eval_every", "eval_seeds", "save_every",
+                         "cold_start_dialogues"), Range(1)),
+        "group_size": Range(2, why="advantages compare dialogues within a group"),
+        **dict.fromkeys(("eval_problems", "cold_start_steps", "seed"), Range(0)),
+        **dict.fromkeys(("lr", "cold_start_lr"), Range(0, 1, low_open=True)),
+        "temperature": Range(0, 10, low_open=True),
+        "gamma": Range(0, 1, low_open=True, why="the per-turn decay factor (1 switches it off)"),
+    }
+    """The allowed values of the number settings (``--help`` shows them; ``__post_init__`` checks them)."""
+
     out_dir: str = "outputs/train-local"
     model: str = "tiny"
     judge: str = "offline"
@@ -114,14 +126,11 @@ class LocalTrainConfig:
     train_dtype: str = "auto"
 
     def __post_init__(self) -> None:
-        for name in ("steps", "num_problems", "batch_problems", "group_size", "max_tutor_turns", "save_every", "eval_every",
-                     "eval_seeds"):
-            if getattr(self, name) < 1:
-                raise InputError(f"{name}={getattr(self, name)} must be >= 1.")
+        check_ranges(self)
         check_choices(self)
-        if self.group_size < 2:
-            raise InputError(f"group_size={self.group_size} must be >= 2: advantages compare dialogues within a group.")
         self.ability_mix  # validates student_ability
+        if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
+            raise InputError(f"out_dir={self.out_dir!r} is a file; the run's folder must be a directory.")
 
     @property
     def ability_mix(self) -> dict[str, float]:

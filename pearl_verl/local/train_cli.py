@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.local.config import LocalTrainConfig
@@ -29,9 +30,13 @@ def run(args: argparse.Namespace) -> int:
 
     from pearl_verl.local.quiet import quiet_run
     from pearl_verl.local.train import run_training
+    from pearl_verl.local.verl_run import latest_checkpoint
 
     config = LocalTrainConfig(**config_values(args, (f.name for f in dataclasses.fields(LocalTrainConfig))))
     out = Path(config.out_dir)
+    if args.resume and not latest_checkpoint(out):  # a run killed before its first RL checkpoint
+        print(f"--resume: {out / 'checkpoints'} holds no checkpoint to resume from; the run starts from the "
+              "beginning", file=sys.stderr)
     with quiet_run(out / "train.log", verbose=args.verbose) as console:
         rows = run_training(config, resume=args.resume, progress_file=console.err, extra_overrides=args.overrides)
     summary = out / "summary.txt"
