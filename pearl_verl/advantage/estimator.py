@@ -379,15 +379,15 @@ def _real(value: Any, name: str) -> float:
 
 def _check_scalars(gamma: Any, epsilon: Any, aggregation: str, field_prefix: str = "") -> tuple[float, float]:
     """``(gamma, epsilon)`` as floats, each checked against its range."""
-    gamma = _real(gamma, f"{field_prefix}gamma")
+    given, gamma = gamma, _real(gamma, f"{field_prefix}gamma")
     if not 0.0 < gamma <= 1.0:  # NaN fails this too
         raise InputError(
-            f"{field_prefix}gamma={gamma!r} must lie in (0, 1]: it is the per-turn decay factor "
+            f"{field_prefix}gamma={given!r} must lie in (0, 1]: it is the per-turn decay factor "
             "(paper: 0.98; 1.0 switches the turn penalty off)."
         )
-    epsilon = _real(epsilon, f"{field_prefix}epsilon")
+    given, epsilon = epsilon, _real(epsilon, f"{field_prefix}epsilon")
     if not (math.isfinite(epsilon) and epsilon > 0):
-        raise InputError(f"{field_prefix}epsilon={epsilon!r} must be a positive finite number (default 1e-6).")
+        raise InputError(f"{field_prefix}epsilon={given!r} must be a positive finite number (default 1e-6).")
     if aggregation not in AGGREGATIONS:
         raise InputError(
             f"{field_prefix}aggregation={aggregation!r} is not one of {list(AGGREGATIONS)}: "
