@@ -12,11 +12,14 @@ import importlib
 import logging
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from pearl_verl import __version__
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.errors import InputError
+from pearl_verl.redact import redact
 
 COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.verl_plugin.doctor_cli",
@@ -47,6 +50,7 @@ def main(
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    _redact_logs_and_warnings()
     if args.command is None:
         parser.print_help()
         return 2
@@ -65,13 +69,55 @@ def _report(exc: Exception, code: int, verbose: bool) -> int:
     exception, a library's ``ValueError`` included, is a bug and keeps its traceback.
     """
     if verbose:
-        traceback.print_exception(exc, file=sys.stderr)
-    print(f"error: {exc}", file=sys.stderr)
+        print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+    print(redact(f"error: {exc}"), file=sys.stderr)
     return code
 
 
+class RedactingParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors pass through :func:`redact`.
+
+    argparse repeats the offending value (``invalid choice: 'sk-...'``, ``unrecognized arguments``);
+    sub-parsers are made of the same class, so every command's errors are covered.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redact(message))
+
+
+class RedactingFilter(logging.Filter):
+    """Replace secret-shaped tokens in a record's message and traceback before any handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.msg, record.args = redact(record.getMessage()), ()
+        except (TypeError, ValueError):  # a malformed record: leave it to the handler's own error reporting
+            return True
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def _redact_logs_and_warnings() -> None:
+    """Install :class:`RedactingFilter` on the root handlers (records of child loggers reach only
+    handler filters, not the ``pearl_verl`` logger's) and redact formatted warnings; both idempotent."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+    if not getattr(warnings.formatwarning, "redacting", False):
+        plain = warnings.formatwarning
+
+        def formatwarning(*args: Any, **kwargs: Any) -> str:
+            return redact(plain(*args, **kwargs))
+
+        formatwarning.redacting = True  # type: ignore[attr-defined]
+        warnings.formatwarning = formatwarning
+
+
 def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="PEARL Socratic-tutor RL as a verl plugin.")
+    parser = RedactingParser(prog=prog, description="PEARL Socratic-tutor RL as a verl plugin.")
     parser.add_argument("--version", action="version", version=f"pearl_verl {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
@@ -81,8 +127,13 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-ve
 
 
 def main_exit() -> None:
-    """Console-script entry: exit with :func:`main`'s code."""
+    """Console-script entry: exit with :func:`main`'s code; an unexpected traceback is redacted too."""
+    sys.excepthook = _redacting_excepthook
     sys.exit(main())
+
+
+def _redacting_excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    print(redact("".join(traceback.format_exception(kind, exc, tb))), end="", file=sys.stderr)
 
 
 if __name__ == "__main__":

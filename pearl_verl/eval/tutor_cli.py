@@ -40,6 +40,7 @@ from pearl_verl.eval.common_cli import (
     student_setup,
 )
 from pearl_verl.eval.protocol import EvalProtocol
+from pearl_verl.llm.cli_flags import EndpointSpecAction
 from pearl_verl.student.config import SIMULATORS
 
 
@@ -52,7 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a radar and a bar plot. Results are appended as they finish; rerunning resumes.",
     )
     add_problem_file_args(parser, required=False)  # none with --report-only
-    parser.add_argument("--tutor", action="append", default=[], help="tutor spec (repeat): see docs/eval.md")
+    parser.add_argument(
+        "--tutor", action=EndpointSpecAction, default=[], metavar="SPEC", help="tutor spec (repeat): see docs/eval.md"
+    )
     parser.add_argument(
         "--simulator", action="append", choices=SIMULATORS, help="student simulator(s) (repeat; default pearl)"
     )

@@ -22,7 +22,8 @@ from pearl_verl.dialogue.episode import DialogueTurn
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_text
-from pearl_verl.llm.types import ChatBackend, EndpointConfig, Message, SamplingConfig
+from pearl_verl.llm.cli_flags import check_spec_keys
+from pearl_verl.llm.types import ChatBackend, EndpointConfig, Message, SamplingConfig, check_api_key_env
 from pearl_verl.tutor.policy import ChatTutor, TutorPolicy
 from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION, tutor_messages
 
@@ -59,6 +60,7 @@ class TutorSpec:
     timeout: float = 600.0
 
     def __post_init__(self) -> None:
+        check_api_key_env(self.api_key_env, "tutor api_key_env")  # first: later messages repeat values
         if not self.name or not set(self.name) <= _NAME_CHARS or "|" in self.name:
             raise InputError(
                 f"tutor name={self.name!r} must be non-empty letters, digits or '-_.+' (it labels tables)."
@@ -100,6 +102,7 @@ def parse_tutor_spec(text: str) -> TutorSpec:
     Raises:
         InputError: for a malformed pair or an unknown key (the valid keys are listed).
     """
+    check_spec_keys(text)
     values: dict[str, str] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, sep, value = part.partition("=")

@@ -15,6 +15,7 @@ from collections import Counter
 from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
+from pearl_verl.redact import redact
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
     if backend is not None and stats["fallbacks"] and not stats["llm"]:
         # nothing the extractor wrote was usable, and fallbacks are not cached (a rerun tries again)
         print(
-            f"error: every extraction fell back to the rules ({stats['fallbacks']} of {len(problems)} problems): "
-            f"{args.model} at {args.base_url} gave no valid knowledge units; nothing was cached",
+            redact(
+                f"error: every extraction fell back to the rules ({stats['fallbacks']} of {len(problems)} problems): "
+                f"{args.model} at {args.base_url} gave no valid knowledge units; nothing was cached"
+            ),
             file=sys.stderr,
         )
         return 1

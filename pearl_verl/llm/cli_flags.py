@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS, EndpointConfig
+from pearl_verl.errors import InputError
+from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS, EndpointConfig, check_api_key_env
+from pearl_verl.redact import api_key_message, looks_secret
 
 FIELDS: dict[str, str] = {
     "base-url": "base_url",
@@ -32,12 +35,60 @@ CONNECTION_FLAGS: tuple[str, ...] = ("base-url", "model", "api-key-env", "timeou
 """The flags of an endpoint whose requests in flight follow the command's own ``--concurrency``
 and whose replies have no JSON Schema (a tutor, an annotator), so neither flag would mean anything."""
 
+
+class ApiKeyEnvAction(argparse._StoreAction):
+    """Store an ``--*api-key-env`` value; refuse a pasted key while parsing, naming the flag, never the value.
+
+    Refusing here, before required arguments or the command's own checks, means no later message
+    (``... names an environment variable that is not set``) can repeat the key.
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            check_api_key_env(values, option_string or self.dest)
+        except InputError as exc:
+            parser.error(str(exc))
+        super().__call__(parser, namespace, values, option_string)
+
+
+
+class EndpointSpecAction(argparse._AppendAction):
+    """Append a ``key=value,...`` endpoint spec (``--tutor``); refuse one that carries a key while parsing."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            check_spec_keys(values, option_string or self.dest)
+        except InputError as exc:
+            parser.error(str(exc))
+        super().__call__(parser, namespace, values, option_string)
+
+
+def check_spec_keys(text: str, where: str = "tutor spec") -> None:
+    """Refuse a ``key=value,...`` spec that carries a key, in ``api_key_env`` or anywhere, naming the field only.
+
+    Run before anything that repeats the spec in a message (``tutor spec '...' has unknown key``).
+
+    Raises:
+        InputError: ``{where} api_key_env looks like an API key; pass the NAME ...``.
+    """
+    for part in (p.strip() for p in text.split(",")):
+        key, sep, value = (s.strip() for s in part.partition("="))
+        if sep and key == "api_key_env":
+            check_api_key_env(value, f"{where} api_key_env")
+        elif looks_secret(value if sep else part):
+            field = f"{where} {key}" if sep and _SPEC_KEY.fullmatch(key) else where  # a pasted NAME=key: no NAME
+            raise InputError(api_key_message(field) + " in api_key_env=NAME.")
+
+
+_SPEC_KEY = re.compile(r"[a-z_]{1,20}")
 _TUNABLE: tuple[str, ...] = ("timeout_s", "max_retries", "max_concurrency", "structured_output")
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(EndpointConfig)}
 _ARGUMENTS: dict[str, dict[str, Any]] = {
     "base-url": {"metavar": "URL"},
     "model": {"metavar": "NAME"},
-    "api-key-env": {"metavar": "VAR"},
+    "api-key-env": {"metavar": "VAR", "action": ApiKeyEnvAction},
     "timeout": {"type": float, "metavar": "SECONDS"},
     "max-retries": {"type": int, "metavar": "N"},
     "concurrency": {"type": int, "metavar": "N"},

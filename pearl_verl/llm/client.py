@@ -28,7 +28,15 @@ from typing import Any
 import aiohttp
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import ChatResult, EndpointConfig, LLMCallError, Message, SamplingConfig, UsageMeter
+from pearl_verl.llm.types import (
+    ChatResult,
+    EndpointConfig,
+    LLMCallError,
+    Message,
+    SamplingConfig,
+    UsageMeter,
+    check_api_key_env,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +200,7 @@ async def _close_on_shutdown(session: aiohttp.ClientSession) -> AsyncIterator[No
 def _api_key(env_name: str | None) -> str:
     if env_name is None:
         return PLACEHOLDER_API_KEY
+    check_api_key_env(env_name)  # before the message below repeats the name: it may be a pasted key
     key = os.environ.get(env_name)
     if not key:
         raise InputError(

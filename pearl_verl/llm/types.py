@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pearl_verl.errors import InputError
+from pearl_verl.redact import api_key_message, looks_secret
 
 Message = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
@@ -20,16 +21,24 @@ STRUCTURED_OUTPUT_HELP = (
 )
 
 
-def check_api_key_env(name: str | None) -> None:
+def check_api_key_env(name: str | None, where: str = "api_key_env") -> None:
     """Reject an ``api_key_env`` that looks like a key rather than the NAME of the variable holding one.
 
+    The message names ``where`` (the field, or the flag that set it) and never the value: a pasted
+    key repeated in an error line ends up in CI logs and issue trackers.
+
     Raises:
-        InputError: for an empty value, or one with ``=`` or a space in it.
+        InputError: for an empty value, a secret-shaped one (:func:`pearl_verl.redact.looks_secret`),
+            or one with ``=`` or a space in it (``NAME=value``, ``Bearer ...``).
     """
-    if name is not None and (not name or "=" in name or " " in name):
+    if name is None:
+        return
+    if not name:
+        raise InputError(f"{where} is empty; it must be the NAME of an environment variable (e.g. JUDGE_KEY).")
+    if looks_secret(name) or "=" in name or any(char.isspace() for char in name):
         raise InputError(
-            f"api_key_env={name!r} must be the NAME of an environment variable (e.g. JUDGE_API_KEY), "
-            "never the key itself."
+            f"{api_key_message(where)} (it must be the NAME of an environment variable, e.g. JUDGE_KEY, "
+            "never the key itself)."
         )
 
 

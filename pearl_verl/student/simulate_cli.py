@@ -26,6 +26,7 @@ from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
 from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP
+from pearl_verl.redact import redact
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.simulate import ABILITY_CHOICES
 
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     failure = failed_run(summary)
     if failure is not None:
-        print(f"error: {failure}", file=sys.stderr)
+        print(redact(f"error: {failure}"), file=sys.stderr)
         return 1
     return 0
 

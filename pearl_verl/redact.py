@@ -1,0 +1,125 @@
+"""Keep pasted API keys out of everything ``pearl-verl`` prints: errors, argparse messages, logs, warnings.
+
+Users paste a key where the NAME of the variable holding it belongs (``--judge-api-key-env sk-...``).
+Refusing is not enough: a message that repeats the value puts the key into CI logs and issue
+trackers. :func:`looks_secret` is the one rule that decides what looks like a key, and
+:func:`redact` replaces every such token of a text with :data:`PLACEHOLDER`.
+
+The rule, token by token (a token is a run of ``[A-Za-z0-9_+/=.-]``; anything else separates):
+
+* a known key prefix (:data:`KEY_PREFIXES`: OpenAI, Anthropic, Hugging Face, GitHub, Slack, AWS,
+  Google, GitLab, Replicate, Groq, ...) followed by at least 16 of ``[A-Za-z0-9_-]``, not all
+  lower-case letters (so ``hf_transfer`` or ``sk-learn`` stay);
+* ``Bearer <token of 8+ characters>`` (an ``Authorization`` header pasted whole);
+* ``NAME=value`` whose value is secret-shaped (``OPENAI_API_KEY=sk-...``): only the value is replaced;
+* a high-entropy token: a letters-and-digits stretch of at least :data:`MIN_RANDOM_LEN` characters
+  that mixes at least two of lower case, upper case and digits, switches between them often
+  (random text does at ~60% of positions, camelCase words at ~15%) and has a Shannon entropy of at
+  least :data:`MIN_ENTROPY` bits per character.
+
+Deliberately not secret (they fill ordinary messages): file paths, URLs such as
+``http://127.0.0.1:8000/v1``, model names such as ``Qwen/Qwen3-30B-A3B-Instruct-2507`` (their
+stretches between ``/ - . _`` are short), environment variable names (``OPENAI_API_KEY``),
+English and camelCase words, Hydra overrides (``actor_rollout_ref.rollout.n=8``), hex strings of
+any length (git SHAs, content hashes: a hex-only key is caught only by a known prefix) and
+UUID-like run ids (hex groups joined by ``-``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+
+PLACEHOLDER = "<redacted: looks like an API key>"
+
+KEY_PREFIXES: tuple[str, ...] = (
+    "sk-ant-",  # Anthropic
+    "sk-proj-",  # OpenAI project keys
+    "sk-",  # OpenAI, DeepSeek, and most OpenAI-compatible providers
+    "hf_",  # Hugging Face
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",  # GitHub
+    "glpat-",  # GitLab
+    "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xapp-",  # Slack
+    "AKIA", "ASIA",  # AWS access key ids
+    "AIza",  # Google API keys
+    "r8_",  # Replicate
+    "gsk_",  # Groq
+    "pplx-",  # Perplexity
+    "nvapi-",  # NVIDIA
+    "sk_live_", "rk_live_",  # Stripe
+)
+"""Prefixes of the key formats providers document; the rest of the key follows without a separator."""
+
+MIN_PREFIXED_REST = 16
+MIN_RANDOM_LEN = 20
+MIN_ENTROPY = 3.0
+MIN_SWITCH_RATE = 0.3
+
+_TOKEN = re.compile(r"[A-Za-z0-9_+/=.\-]+")
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)([A-Za-z0-9_+/=.\-~]{8,})")
+_ASSIGNMENT = re.compile(r"([A-Za-z_.\-][A-Za-z0-9_.\-]*=)(.+)")
+_PREFIX_PART = re.compile(r"[A-Za-z0-9_\-]+")
+_ALNUM_PART = re.compile(r"[A-Za-z0-9]+")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+
+
+def looks_secret(value: str) -> bool:
+    """Whether ``value`` is, or holds, something shaped like an API key (the module docstring's rule)."""
+    return redact(value) != value
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret-shaped token replaced by :data:`PLACEHOLDER` (``NAME=`` kept)."""
+    text = _BEARER.sub(lambda m: m[1] + m[2] + PLACEHOLDER, text)
+    return _TOKEN.sub(lambda m: _redact_token(m[0]), text)
+
+
+def api_key_message(where: str) -> str:
+    """The refusal of a key pasted where a variable's NAME belongs; it names the flag or field, never the value."""
+    return f"{where} looks like an API key; pass the NAME of the environment variable that holds it"
+
+
+def _redact_token(token: str) -> str:
+    assignment = _ASSIGNMENT.fullmatch(token)
+    if assignment and not _token_is_secret(assignment[1]):
+        name, value = assignment[1], assignment[2]
+        return name + _redact_token(value) if _token_is_secret(value) or "=" in value else token
+    return PLACEHOLDER if _token_is_secret(token) else token
+
+
+def _token_is_secret(token: str) -> bool:
+    """A known prefix in any ``[A-Za-z0-9_-]`` part, or a high-entropy letters-and-digits stretch."""
+    return any(_has_key_prefix(part) for part in _PREFIX_PART.findall(token)) or any(
+        _is_random(part) for part in _ALNUM_PART.findall(token)
+    )
+
+
+def _has_key_prefix(part: str) -> bool:
+    for prefix in KEY_PREFIXES:
+        if part.startswith(prefix):
+            rest = part[len(prefix):]
+            return len(rest) >= MIN_PREFIXED_REST and not re.fullmatch(r"[a-z_\-]+", rest)
+    return False
+
+
+def _is_random(part: str) -> bool:
+    """A long stretch that mixes character classes often and evenly: how generated keys look, not words."""
+    if len(part) < MIN_RANDOM_LEN or _HEX.fullmatch(part):
+        return False
+    classes = [_char_class(c) for c in part]
+    if len(set(classes)) < 2:
+        return False
+    switches = sum(a != b for a, b in itertools.pairwise(classes))
+    return switches / (len(part) - 1) >= MIN_SWITCH_RATE and _entropy(part) >= MIN_ENTROPY
+
+
+def _char_class(char: str) -> int:
+    return 0 if char.islower() else 1 if char.isupper() else 2
+
+
+def _entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
