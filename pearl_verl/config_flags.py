@@ -81,7 +81,7 @@ def add_config_flags(
             flag.default, flag.default_factory = defaults[name], dataclasses.MISSING
         allowed = getattr(cls, "RANGES", {}).get(name)
         if allowed is not None:
-            help_text = f"{help_text} Allowed: {allowed}."
+            help_text = f"{help_text} Allowed: {allowed.describe()}."
         metadata: dict[str, Any] = {"help": _help(help_text, flag.default)}
         if name in choices:
             metadata["choices"] = tuple(choices[name])

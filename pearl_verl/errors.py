@@ -11,9 +11,7 @@ validation) keep working unchanged.
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass
 from typing import Any
 
 
@@ -38,45 +36,3 @@ def check_choices(config: Any, prefix: str = "", none_ok: bool = False) -> None:
         if not (none_ok and value is None) and value not in allowed:
             raise InputError(f"{prefix}{name}={value!r} must be one of {list(allowed)}.")
 
-
-@dataclass(frozen=True)
-class Range:
-    """The allowed values of a number setting, declared once beside the setting (a class's ``RANGES``).
-
-    Attributes:
-        low: smallest allowed value (excluded when ``low_open``).
-        high: largest allowed value (included).
-        low_open: whether ``low`` itself is excluded (``> 0`` rather than ``>= 0``).
-        why: what the bound protects, said after the range in the error.
-    """
-
-    low: float = -math.inf
-    high: float = math.inf
-    low_open: bool = False
-    why: str = ""
-
-    def admits(self, value: Any) -> bool:
-        """A finite int or float (never a bool) within the range."""
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            return False
-        return (self.low < value if self.low_open else self.low <= value) and value <= self.high
-
-    def __str__(self) -> str:
-        low = "" if self.low == -math.inf else f"{'>' if self.low_open else '>='} {self.low:g}"
-        high = "" if self.high == math.inf else f"<= {self.high:g}"
-        if low and high:
-            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
-        return low or high or "a finite number"
-
-
-def check_ranges(config: Any, prefix: str = "") -> None:
-    """Each setting named in ``config.RANGES`` is a finite number in its range (or None, the field's "unset").
-
-    Raises:
-        InputError: ``{prefix}{name}={value!r} must be {range}`` for the first that is not.
-    """
-    for name, allowed in config.RANGES.items():
-        value = getattr(config, name)
-        if value is not None and not allowed.admits(value):
-            why = f": {allowed.why}" if allowed.why else ""
-            raise InputError(f"{prefix}{name}={value!r} must be a number {allowed}{why}.")

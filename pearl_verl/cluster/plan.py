@@ -26,7 +26,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pearl_verl.cluster.model_specs import ModelSpec
-from pearl_verl.errors import InputError
+from pearl_verl.ranges import (
+    COUNT,
+    FRACTION,
+    NON_NEGATIVE_NUMBER,
+    NULLS,
+    POSITIVE,
+    POSITIVE_NUMBER,
+    POSITIVE_OR_NULL,
+    Range,
+    bad_value,
+)
 
 GiB = 1024**3
 GPU_MEMORY_GB: dict[str, float] = {"h200": 141.0, "h100": 80.0, "a100-80g": 80.0, "a100-40g": 40.0, "l40s": 48.0}
@@ -97,6 +107,13 @@ OVERRIDE_KEYS: dict[str, str] = {
 }
 """verl override key (without a leading ``+``) -> :class:`RecipeSettings` field."""
 
+SETTING_RANGES: dict[str, Range] = {
+    **{field: POSITIVE for field in OVERRIDE_KEYS.values()},
+    "rollout_gpu_memory_utilization": FRACTION,
+    "max_tokens_per_turn": POSITIVE_OR_NULL,
+}
+"""The values each numeric :class:`RecipeSettings` field may take (``engine`` is text)."""
+
 
 def override_values(overrides: list[str]) -> dict[str, str]:
     """``{key: value}`` of ``key=value`` overrides, a leading ``+`` dropped (other words, such as the
@@ -107,10 +124,12 @@ def override_values(overrides: list[str]) -> dict[str, str]:
 def settings_from_overrides(overrides: list[str]) -> RecipeSettings:
     """The :class:`RecipeSettings` of a recipe's ``key=value`` overrides (others are ignored).
 
+    Each value is checked against its field's range (:data:`SETTING_RANGES`) here, where it is read.
+
     Raises:
-        InputError: for a value of the wrong type, naming the override.
+        InputError: ``KEY=VALUE: what is allowed`` for the first value out of its range (null where a
+            number is required, text, nan, inf, 0 or a negative size, a memory fraction above 1).
     """
-    fields = {f: getattr(RecipeSettings, f) for f in OVERRIDE_KEYS.values()}
     values: dict[str, Any] = {}
     given = override_values(overrides)
     if given.get("model_engine") == "megatron":
@@ -119,18 +138,12 @@ def settings_from_overrides(overrides: list[str]) -> RecipeSettings:
         if key not in OVERRIDE_KEYS:
             continue
         field = OVERRIDE_KEYS[key]
-        default = fields[field]
-        try:
-            if value in ("null", "None"):
-                values[field] = None
-            elif isinstance(default, str):
-                values[field] = value
-            elif isinstance(default, float):
-                values[field] = float(value)
-            else:
-                values[field] = int(value)
-        except ValueError:
-            raise InputError(f"override '{key}={value}': {value!r} is not a number.") from None
+        if field == "engine":
+            if value.strip() in ("", *NULLS):
+                raise bad_value(key, value, "a training strategy such as fsdp2 or megatron")
+            values[field] = value
+        else:
+            values[field] = SETTING_RANGES[field].check(key, value)
     return RecipeSettings(**values)
 
 
@@ -175,6 +188,28 @@ class Assumptions:
     judge_gpus_per_replica: int = 2
     judge_tokens_per_s_per_replica: float = 1500.0
     server_gpu_memory_utilization: float = 0.9
+
+
+ASSUMPTION_RANGES: dict[str, Range] = {
+    "gpu_memory_gb": POSITIVE_NUMBER,
+    "avg_tutor_turns": POSITIVE_NUMBER,
+    "tutor_tokens_per_turn": POSITIVE,
+    "student_tokens_per_turn": POSITIVE,
+    "student_calls_per_turn": POSITIVE_NUMBER,
+    "student_system_tokens": COUNT,
+    "judge_rubric_tokens": COUNT,
+    "judge_output_tokens": POSITIVE,
+    "vllm_overhead_gb": NON_NEGATIVE_NUMBER,
+    "tutor_tokens_per_s_per_gpu": POSITIVE_NUMBER,
+    "student_gpu_memory_gb": POSITIVE_NUMBER,
+    "student_gpus_per_replica": POSITIVE,
+    "student_tokens_per_s_per_replica": POSITIVE_NUMBER,
+    "judge_gpu_memory_gb": POSITIVE_NUMBER,
+    "judge_gpus_per_replica": POSITIVE,
+    "judge_tokens_per_s_per_replica": POSITIVE_NUMBER,
+    "server_gpu_memory_utilization": FRACTION,
+}
+"""The values each :class:`Assumptions` field may take (``pearl-verl plan`` checks its flags against them)."""
 
 
 def training_memory(tutor: ModelSpec, recipe: RecipeSettings) -> dict[str, float]:
@@ -281,7 +316,8 @@ def make_plan(tutor: ModelSpec, student: ModelSpec, judge: ModelSpec, recipe: Re
         InputError: for settings the formulas cannot take (a TP that does not divide the GPUs).
     """
     if recipe.gpus % recipe.rollout_tp:
-        raise InputError(f"rollout tensor parallel {recipe.rollout_tp} does not divide {recipe.gpus} GPUs.")
+        raise bad_value("actor_rollout_ref.rollout.tensor_model_parallel_size", str(recipe.rollout_tp),
+                        f"a divisor of the {recipe.gpus} GPUs (trainer.nnodes x trainer.n_gpus_per_node)")
     gpu_bytes = a.gpu_memory_gb * 1e9
     training = training_memory(tutor, recipe)
     replicas = recipe.gpus // recipe.rollout_tp

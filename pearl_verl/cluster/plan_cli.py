@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 from pathlib import Path
 
-from pearl_verl.cluster.plan import GPU_MEMORY_GB, Assumptions
+from pearl_verl.cluster.model_specs import is_file
+from pearl_verl.cluster.plan import ASSUMPTION_RANGES, GPU_MEMORY_GB, Assumptions
 from pearl_verl.config_flags import add_config_flags, config_values
-from pearl_verl.errors import InputError
+from pearl_verl.errors import InputError, located
+from pearl_verl.ranges import shown
 
 DEFAULT_RECIPE = Path("recipes/pearl/run_qwen3_30b_a3b_pearl_gspo_fsdp.sh")
+DRY_RUN_TIMEOUT_S = 60.0
+"""How long a recipe's ``--dry-run`` (which only prints its command) may take before it is an error."""
 _ASSUMPTIONS = tuple(f for f in Assumptions.__dataclass_fields__ if f != "gpu_memory_gb")
 
 
@@ -45,42 +51,95 @@ def gpu_memory_gb(text: str) -> float:
     """``h200`` -> 141.0; ``96`` -> 96.0.
 
     Raises:
-        InputError: for an unknown name that is no number either.
+        InputError: for an unknown name that is no number either, or a size out of range (0, nan, inf).
     """
     if text.lower() in GPU_MEMORY_GB:
         return GPU_MEMORY_GB[text.lower()]
     try:
-        value = float(text)
+        float(text)
     except ValueError:
-        raise InputError(f"--gpu {text!r} is neither one of {list(GPU_MEMORY_GB)} nor a memory size in GB.") from None
-    if value <= 0:
-        raise InputError(f"--gpu {text!r} must be a positive memory size in GB.")
-    return value
+        raise InputError(f"--gpu {shown(text)!r} is neither one of {list(GPU_MEMORY_GB)} nor a memory size in GB.") \
+            from None
+    return ASSUMPTION_RANGES["gpu_memory_gb"].check("--gpu", text)
 
 
-def recipe_overrides(recipe: Path | None, overrides: Path | None, extra: list[str]) -> list[str]:
+def assumption_values(args: argparse.Namespace) -> dict:
+    """The assumption flags' values, each checked against :data:`ASSUMPTION_RANGES` (the flag named on error)."""
+    return {name: ASSUMPTION_RANGES[name].check(f"--{name.replace('_', '-')}", value)
+            for name, value in config_values(args, _ASSUMPTIONS).items()}
+
+
+def recipe_overrides(recipe: Path | None, overrides: Path | None, extra: list[str],
+                     timeout_s: float | None = None) -> list[str]:
     """The verl overrides to plan for: the recipe's dry run (or the file), then ``extra``.
 
+    Args:
+        timeout_s: how long the dry run may take (default :data:`DRY_RUN_TIMEOUT_S`).
+
     Raises:
-        InputError: when no recipe is found or its dry run fails.
+        InputError: when no recipe is found, the file cannot be read or is not UTF-8 (naming its line),
+            an ``extra`` entry is no ``KEY=VALUE``, or the dry run fails or does not finish in time.
     """
+    for entry in extra:
+        if "=" not in entry:
+            raise InputError(f"--set {shown(entry)}: KEY=VALUE, e.g. trainer.nnodes=2")
     if overrides is not None:
-        if not overrides.is_file():
-            raise InputError(f"--overrides {overrides} is no file.")
-        lines = overrides.read_text(encoding="utf-8").split()
+        lines = read_overrides_file(overrides).split()
     else:
-        recipe = recipe or (DEFAULT_RECIPE if DEFAULT_RECIPE.exists() else None)
+        recipe = recipe or (DEFAULT_RECIPE if is_file(DEFAULT_RECIPE) else None)
         if recipe is None:
             if not extra:
                 raise InputError(f"no recipe: pass --recipe (e.g. {DEFAULT_RECIPE} in a clone), --overrides or --set.")
             return list(extra)
-        if not recipe.is_file():
-            raise InputError(f"--recipe {recipe} is no file.")
-        proc = subprocess.run(["bash", str(recipe), "--dry-run"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise InputError(f"{recipe} --dry-run failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-        lines = proc.stdout.splitlines()
+        lines = dry_run(recipe, DRY_RUN_TIMEOUT_S if timeout_s is None else timeout_s).splitlines()
     return [*lines, *extra]
+
+
+def read_overrides_file(path: Path) -> str:
+    """The text of an overrides file.
+
+    Raises:
+        InputError: naming the file when it is no file or unreadable, and its line when it is not UTF-8.
+    """
+    if not is_file(path):
+        raise InputError(f"--overrides {path} is no file.")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise located(path, None, f"cannot be read ({exc.strerror or exc}).") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise located(path, raw.count(b"\n", 0, exc.start) + 1, f"is not UTF-8 text (byte {exc.start}).") from None
+
+
+def dry_run(recipe: Path, timeout_s: float) -> str:
+    """What ``bash RECIPE --dry-run`` prints (its verl command, one override a line).
+
+    It runs in a session of its own, so that on timeout everything it started is killed and no
+    child left behind holds its output open.
+
+    Raises:
+        InputError: when the recipe is no file, fails (its last line of stderr quoted), or takes over ``timeout_s``.
+    """
+    if not is_file(recipe):
+        raise InputError(f"--recipe {recipe} is no file.")
+    with subprocess.Popen(["bash", str(recipe), "--dry-run"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, encoding="utf-8", errors="replace",
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            raise InputError(f"recipe {recipe} did not finish its --dry-run within {timeout_s:g} s.") from None
+    if proc.returncode != 0:
+        last = next((line for line in reversed(err.splitlines()) if line.strip()), "no message")
+        raise InputError(f"recipe {recipe} --dry-run failed (exit {proc.returncode}): {' '.join(last.split())[:200]}")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.cluster.plan import format_plan, make_plan, settings_from_overrides
 
     recipe = settings_from_overrides(recipe_overrides(args.recipe, args.overrides, args.set))
-    assumptions = Assumptions(gpu_memory_gb=gpu_memory_gb(args.gpu), **config_values(args, _ASSUMPTIONS))
+    assumptions = Assumptions(gpu_memory_gb=gpu_memory_gb(args.gpu), **assumption_values(args))
     tutor, student, judge = (model_spec(args.tutor_model), model_spec(args.student_model), model_spec(args.judge_model))
     plan = make_plan(tutor, student, judge, recipe, assumptions)
     print(json.dumps(plan.to_dict(), indent=1) if args.json else format_plan(plan, tutor, student, judge))

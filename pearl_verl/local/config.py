@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from pearl_verl.errors import InputError, Range, check_choices, check_ranges
+from pearl_verl.errors import InputError, check_choices
 from pearl_verl.local.probe_judge import PROBES
+from pearl_verl.ranges import Range, check_ranges
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
 DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
@@ -87,12 +88,12 @@ class LocalTrainConfig:
     RANGES: ClassVar[Mapping[str, Range]] = {
         **dict.fromkeys(("steps", "num_problems", "batch_problems", "max_tutor_turns", "max_tokens_per_turn",
                          "response_length", "prompt_length", "eval_every", "eval_seeds", "save_every",
-                         "cold_start_dialogues"), Range(1)),
-        "group_size": Range(2, why="advantages compare dialogues within a group"),
-        **dict.fromkeys(("eval_problems", "cold_start_steps", "seed"), Range(0)),
-        **dict.fromkeys(("lr", "cold_start_lr"), Range(0, 1, low_open=True)),
-        "temperature": Range(0, 10, low_open=True),
-        "gamma": Range(0, 1, low_open=True, why="the per-turn decay factor (1 switches it off)"),
+                         "cold_start_dialogues"), Range(int)),
+        "group_size": Range(int, low=2, why="advantages compare dialogues within a group"),
+        **dict.fromkeys(("eval_problems", "cold_start_steps", "seed"), Range(int, low=0)),
+        **dict.fromkeys(("lr", "cold_start_lr"), Range(float, low=0, low_open=True, high=1, null_ok=True)),
+        "temperature": Range(float, low=0, low_open=True, high=10),
+        "gamma": Range(float, low=0, low_open=True, high=1, why="the per-turn decay factor; 1 switches it off"),
     }
     """The allowed values of the number settings (``--help`` shows them; ``__post_init__`` checks them)."""
 

@@ -50,15 +50,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cluster_target(args: argparse.Namespace):
-    """The :class:`ClusterTarget` of the recipe's overrides, with the flags taking precedence."""
-    import ast
+    """The :class:`ClusterTarget` of the recipe's overrides, with the flags taking precedence.
 
-    from pearl_verl.cluster.model_specs import model_spec
+    Raises:
+        InputError: for a recipe whose dry run fails or hangs, a setting out of its range (as
+            ``pearl-verl plan``), or data files that are neither a path nor a list of paths.
+    """
+    from pearl_verl.cluster.model_specs import is_file, model_spec
     from pearl_verl.cluster.plan import override_values, settings_from_overrides, training_memory
     from pearl_verl.cluster.plan_cli import DEFAULT_RECIPE, recipe_overrides
+    from pearl_verl.ranges import NULLS
     from pearl_verl.verl_plugin.cluster_checks import ClusterTarget
 
-    recipe = args.recipe or (DEFAULT_RECIPE if DEFAULT_RECIPE.exists() else None)
+    recipe = args.recipe or (DEFAULT_RECIPE if is_file(DEFAULT_RECIPE) else None)
     overrides = recipe_overrides(recipe, None, []) if recipe else []
     values = override_values(overrides)
     settings = settings_from_overrides(overrides)
@@ -66,11 +70,13 @@ def cluster_target(args: argparse.Namespace):
     for role, section in ENDPOINT_KEYS.items():
         flags = {k: v for k, v in endpoint_values(args, f"{role}-").items() if v}
         keys = ("base_url", "model", "api_key_env")
-        endpoints[role] = tuple(flags.get(key) or values.get(f"{section}.{key}") for key in keys)
+        given = {key: values.get(f"{section}.{key}") for key in keys}
+        given = {key: None if value is None or value.strip() in ("", *NULLS) else value for key, value in given.items()}
+        endpoints[role] = tuple(flags.get(key) or given[key] for key in keys)
     data = list(args.data)
     for key in ("data.train_files", "data.val_files"):
         if not args.data and key in values:
-            data += [str(p) for p in ast.literal_eval(values[key])]
+            data += data_paths(key, values[key])
     needed = training_memory(model_spec(args.tutor_model), settings)["total"] if settings.engine == "fsdp2" else 0.0
     return ClusterTarget(
         engine=settings.engine,
@@ -80,3 +86,37 @@ def cluster_target(args: argparse.Namespace):
         judge_samples=settings.judge_samples,
         data_files=data,
     )
+
+
+def data_paths(key: str, text: str) -> list[str]:
+    """The files of a ``data.train_files`` / ``data.val_files`` override: one path, or a list of them
+    (a Python literal ``['a.parquet', 'b.parquet']`` or Hydra's unquoted ``[a.parquet,b.parquet]``).
+
+    Raises:
+        InputError: ``KEY=VALUE: what is allowed`` for null, an empty value, or a list holding other
+            than non-empty strings.
+    """
+    import ast
+
+    from pearl_verl.ranges import NULLS, bad_value
+
+    allowed = "a parquet path or a list of paths, e.g. ['train.parquet', 'more.parquet']"
+    stripped = text.strip()
+    if stripped in ("", *NULLS):
+        raise bad_value(key, text, allowed)
+    try:
+        value = ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if stripped.startswith("[") and stripped.endswith("]"):  # Hydra's list of unquoted paths
+            value = [part.strip().strip("'\"") for part in stripped[1:-1].split(",")]
+            if any(set(part) & set("[]{}()") for part in value):
+                raise bad_value(key, text, allowed) from None
+        elif stripped[0] in "[({":
+            raise bad_value(key, text, allowed) from None
+        else:  # a plain path: /data/train.parquet
+            value = stripped
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(path, str) and path.strip() for path in value):
+        raise bad_value(key, text, allowed)
+    return [str(path) for path in value]

@@ -93,7 +93,7 @@ def test_cold_start_then_two_steps_through_main_ppo_then_resume(tmp_path):
 
 def test_bad_settings_fail_before_any_work(tmp_path):
     proc = _run(["train-local", "--out-dir", str(tmp_path), "--group-size", "1"], expect=2)
-    assert "group_size=1 must be a number >= 2" in proc.stderr
+    assert "group_size=1: a whole number from 2" in proc.stderr
     proc = _run(["train-local", "--out-dir", str(tmp_path / "x"), "trainer.no_such_key=1"], expect=2)
     assert "no_such_key" in proc.stderr and not (tmp_path / "x" / "checkpoints").exists()
 

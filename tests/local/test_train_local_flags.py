@@ -7,21 +7,23 @@ import math
 import pytest
 
 from pearl_verl import cli
-from pearl_verl.errors import InputError, Range
+from pearl_verl.errors import InputError
 from pearl_verl.local.config import LocalTrainConfig
+from pearl_verl.ranges import Range
 
+POSITIVE_FRACTION = "a finite number greater than 0 and at most 1"
 BAD = [
-    ("--lr", "-1", "lr=-1.0 must be a number in (0, 1]"),
-    ("--lr", "nan", "lr=nan must be a number in (0, 1]"),
-    ("--cold-start-lr", "inf", "cold_start_lr=inf must be a number in (0, 1]"),
-    ("--cold-start-steps", "-1", "cold_start_steps=-1 must be a number >= 0"),
-    ("--temperature", "-1", "temperature=-1.0 must be a number in (0, 10]"),
-    ("--temperature", "0", "temperature=0.0 must be a number in (0, 10]"),
-    ("--response-length", "-1", "response_length=-1 must be a number >= 1"),
-    ("--eval-problems", "-3", "eval_problems=-3 must be a number >= 0"),
-    ("--cold-start-dialogues", "0", "cold_start_dialogues=0 must be a number >= 1"),
-    ("--gamma", "1.5", "gamma=1.5 must be a number in (0, 1]: the per-turn decay factor"),
-    ("--group-size", "1", "group_size=1 must be a number >= 2: advantages compare dialogues within a group"),
+    ("--lr", "-1", f"lr=-1.0: {POSITIVE_FRACTION}, or null"),
+    ("--lr", "nan", f"lr=nan: {POSITIVE_FRACTION}, or null"),
+    ("--cold-start-lr", "inf", f"cold_start_lr=inf: {POSITIVE_FRACTION}, or null"),
+    ("--cold-start-steps", "-1", "cold_start_steps=-1: a whole number from 0 to"),
+    ("--temperature", "-1", "temperature=-1.0: a finite number greater than 0 and at most 10"),
+    ("--temperature", "0", "temperature=0.0: a finite number greater than 0 and at most 10"),
+    ("--response-length", "-1", "response_length=-1: a whole number from 1 to"),
+    ("--eval-problems", "-3", "eval_problems=-3: a whole number from 0 to"),
+    ("--cold-start-dialogues", "0", "cold_start_dialogues=0: a whole number from 1 to"),
+    ("--gamma", "1.5", f"gamma=1.5: {POSITIVE_FRACTION} (the per-turn decay factor"),
+    ("--group-size", "1", "group_size=1: a whole number from 2 to 1,000,000,000 (advantages compare dialogues"),
 ]
 
 
@@ -30,7 +32,7 @@ def test_a_value_out_of_range_is_one_error_line_before_any_work(tmp_path, capsys
     out = tmp_path / "run"
     assert cli.main(["train-local", "--out-dir", str(out), flag, value]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert err == [f"error: {message}."] or (len(err) == 1 and err[0].startswith(f"error: {message}")), err
+    assert len(err) == 1 and err[0].startswith(f"error: {message}"), err
     assert not out.exists()
 
 
@@ -51,12 +53,15 @@ def test_every_number_setting_has_a_declared_range_shown_in_help(capsys):
     assert help_text.count("Allowed: ") == len(numbers)
 
 
-@pytest.mark.parametrize("value", [True, float("nan"), math.inf, "3", None])
+@pytest.mark.parametrize("value", [True, float("nan"), math.inf, "abc", [1]])
 def test_a_range_admits_only_finite_numbers(value):
-    assert not Range(0).admits(value)
-    assert Range(0, 1, low_open=True).admits(1) and not Range(0, 1, low_open=True).admits(0)
+    with pytest.raises(InputError, match="x="):
+        Range(float, low=0).check("x", value)
+    assert Range(float, low=0, low_open=True, high=1).check("x", 1) == 1
+    with pytest.raises(InputError, match=r"x=0: a finite number greater than 0"):
+        Range(float, low=0, low_open=True, high=1).check("x", 0)
 
 
 def test_a_config_built_in_code_is_checked_the_same_way():
-    with pytest.raises(InputError, match=r"steps=0 must be a number >= 1"):
+    with pytest.raises(InputError, match=r"steps=0: a whole number from 1 to"):
         LocalTrainConfig(steps=0)

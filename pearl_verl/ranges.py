@@ -1,0 +1,141 @@
+"""Each number setting's allowed values, declared once beside the setting and checked where it is read.
+
+A config class lists its number fields' ranges in ``RANGES`` (checked by :func:`check_ranges` in
+its ``__post_init__`` and shown in ``--help`` by :mod:`pearl_verl.config_flags`); the capacity plan
+checks a recipe's overrides (text), a model's ``config.json`` (JSON values) and its flags with
+:meth:`Range.check`. A bad value anywhere is one line, ``KEY=VALUE: what is allowed``, never a
+``ZeroDivisionError``, a NaN that passes every ``<`` test, or a plan of negative dialogues further on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pearl_verl.errors import InputError
+
+LIMIT = 10**9
+"""The largest value any size, count or rate may take: far above every real setting, and low enough
+that the plan's products (tokens x layers x hidden size) stay finite floats."""
+NULLS = ("null", "None")
+"""How an override spells null (Hydra's ``null``; ``None`` as Python prints it)."""
+SHOWN_CHARS = 60
+
+
+def shown(value: Any) -> str:
+    """``value`` as an error line shows it: override text as written, numbers as Python writes them,
+    other JSON values as JSON; one line of at most :data:`SHOWN_CHARS` characters (control characters escaped)."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, float):
+        text = repr(value)  # nan, inf: as typed
+    else:
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):
+            text = repr(value)
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: SHOWN_CHARS * 2])
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+def bad_value(key: str, value: Any, allowed: str) -> InputError:
+    """The error for ``key=value`` outside what is allowed: ``KEY=VALUE: allowed``."""
+    return InputError(f"{key}={shown(value)}: {allowed}")
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values one numeric setting may take.
+
+    Attributes:
+        kind: ``int`` (a whole number) or ``float`` (any finite number).
+        low: the smallest allowed value.
+        low_open: ``low`` itself is not allowed (``(0, 1]`` for a memory fraction).
+        high: the largest allowed value.
+        null_ok: null (None) is allowed and means "not set".
+        why: what the bound protects, said after the range in the error.
+    """
+
+    kind: type = int
+    low: float = 1
+    low_open: bool = False
+    high: float = LIMIT
+    null_ok: bool = False
+    why: str = ""
+
+    def describe(self) -> str:
+        """What is allowed, in words: ``a whole number from 1 to 1,000,000,000``."""
+        what = "a whole number" if self.kind is int else "a finite number"
+        low = f"{self.low:g}" if self.kind is float else f"{int(self.low):,}"
+        high = f"{self.high:,g}" if self.kind is float and self.high < 1e6 else f"{int(self.high):,}"
+        bounds = f"greater than {low} and at most {high}" if self.low_open else f"from {low} to {high}"
+        return f"{what} {bounds}" + (", or null" if self.null_ok else "") + (f" ({self.why})" if self.why else "")
+
+    def check(self, key: str, value: Any) -> int | float | None:
+        """``value`` (an override's text, a JSON value or a flag's value) as a number in this range.
+
+        Raises:
+            InputError: ``KEY=VALUE: what is allowed`` for null where a number is required, text that
+                is no number, a fraction where a whole number goes, nan, inf, or a value out of range.
+        """
+        if value is None or (isinstance(value, str) and value.strip() in NULLS):
+            if self.null_ok:
+                return None
+            raise bad_value(key, value, self.describe())
+        number = self._number(value)
+        if number is None:
+            raise bad_value(key, value, self.describe())
+        if self.kind is float and not math.isfinite(number):
+            raise bad_value(key, value, self.describe())
+        above_low = number > self.low if self.low_open else number >= self.low
+        if not (above_low and number <= self.high):
+            raise bad_value(key, value, self.describe())
+        return number
+
+    def check_json(self, key: str, value: Any) -> int | float | None:
+        """As :meth:`check` for a value parsed from JSON, where text is never a number (``"4096"``)."""
+        if isinstance(value, str):
+            raise bad_value(key, json.dumps(value), self.describe())
+        return self.check(key, value)
+
+    def _number(self, value: Any) -> int | float | None:
+        """``value`` as ``kind``, or None when it is not one (a bool, a list, text that is no number)."""
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, str):
+            try:
+                return self.kind(value.strip())  # int() refuses "1.5", "nan" and over 4,300 digits
+            except (ValueError, OverflowError):
+                return None
+        if isinstance(value, int):
+            return self.kind(value) if self.kind is int or abs(value) <= LIMIT else None
+        if isinstance(value, float):
+            if self.kind is float:
+                return value
+            return int(value) if math.isfinite(value) and value.is_integer() else None
+        return None
+
+
+POSITIVE = Range(int)
+"""A size, count, length, number of GPUs, nodes, layers or heads: 1 or more."""
+POSITIVE_OR_NULL = Range(int, null_ok=True)
+COUNT = Range(int, low=0)
+"""A count that may be 0 (experts of a dense model, tokens of an empty prompt part)."""
+COUNT_OR_NULL = Range(int, low=0, null_ok=True)
+FRACTION = Range(float, low=0, low_open=True, high=1)
+"""A share of a GPU's memory (``gpu_memory_utilization``): more than 0, at most 1."""
+POSITIVE_NUMBER = Range(float, low=0, low_open=True)
+"""A rate (tokens per second), a memory size in GB or an average: finite and more than 0."""
+NON_NEGATIVE_NUMBER = Range(float, low=0)
+
+
+def check_ranges(config: Any, prefix: str = "") -> None:
+    """Each setting named in ``config.RANGES`` holds a value of its range (:meth:`Range.check`).
+
+    Raises:
+        InputError: ``{prefix}{name}=VALUE: what is allowed`` for the first that does not.
+    """
+    for name, allowed in config.RANGES.items():
+        allowed.check(f"{prefix}{name}", getattr(config, name))
