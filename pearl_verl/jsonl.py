@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 
 _BLOCK = 1 << 16  # bytes read per step when looking backwards for the last newline
 
+TOO_DEEP = "JSON nested too deeply to read"
+"""Why a line like ``[[[[...`` is refused: json.loads would exhaust the interpreter's stack (RecursionError)."""
+
 
 def end_with_newline(path: Path) -> None:
     """Terminate a last line cut short by a kill, so appended lines start on their own line.
@@ -109,6 +112,8 @@ def parse_line(raw: bytes) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # "[[[[..." deeper than the interpreter's stack: a bad line, not a crash
+        raise InputError(TOO_DEEP) from None
 
 
 def input_file(path: str | os.PathLike, what: str) -> Path:
@@ -150,23 +155,35 @@ def read_json(path: str | os.PathLike, what: str) -> Any:
         return json.loads(read_text(path, what))
     except json.JSONDecodeError as exc:
         raise located(path, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno}).") from None
+    except RecursionError:
+        raise located(path, None, f"{TOO_DEEP}.") from None
 
 
-def read_objects(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_objects(
+    path: str | os.PathLike, what: str, on_bad: Callable[[InputError], None] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based line number, object) of each non-blank line of a JSONL input file, strictly.
+
+    Args:
+        on_bad: for a reader that shows what it can (``pearl-verl view``): each bad line's
+            ``FILE:LINE: ...`` error is passed to it and the line skipped, instead of raised.
 
     Raises:
         InputError: for a missing path or a directory, and ``FILE:LINE: ...`` for the first line
-            that is not UTF-8, not JSON, or not a JSON object.
+            that is not UTF-8, not JSON, or not a JSON object (unless ``on_bad`` is given).
     """
     path = input_file(path, what)
     for number, raw in _nonblank_lines(path):
         try:
             value = parse_line(raw)
+            if not isinstance(value, dict):
+                raise InputError(f"expected a JSON object ({what}), got {type(value).__name__}.")
         except InputError as exc:
-            raise located(path, number, str(exc)) from None
-        if not isinstance(value, dict):
-            raise located(path, number, f"expected a JSON object ({what}), got {type(value).__name__}.")
+            error = located(path, number, str(exc))
+            if on_bad is None:
+                raise error from None
+            on_bad(error)
+            continue
         yield number, value
 
 

@@ -5,7 +5,16 @@ import json
 import pytest
 
 from pearl_verl.errors import InputError
-from pearl_verl.jsonl import end_with_newline, input_file, read_json, read_objects, read_text, read_unique_records
+from pearl_verl.jsonl import (
+    end_with_newline,
+    input_file,
+    parse_line,
+    read_appended,
+    read_json,
+    read_objects,
+    read_text,
+    read_unique_records,
+)
 
 
 def test_a_line_cut_by_a_kill_is_terminated_so_the_next_append_stands_alone(tmp_path):
@@ -76,3 +85,32 @@ def test_read_text_and_json_name_file_and_line(tmp_path):
     path.write_text('{\n  "units": [\n    oops\n  ]\n}\n')
     with pytest.raises(InputError, match=r"c.json:3: not valid JSON \(Expecting value at column 5\)"):
         read_json(path, "curriculum file")
+
+
+DEEP = b"[" * 100_000  # json.loads would exhaust the stack: RecursionError, which is no ValueError
+
+
+def test_a_line_nested_too_deeply_is_a_bad_line_not_a_recursion_error(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"id": "x"}\n' + DEEP + b"\n")
+    with pytest.raises(InputError, match=r"in.jsonl:2: JSON nested too deeply to read$"):
+        list(read_objects(path, "widget file"))
+    with pytest.raises(InputError, match=r"in.jsonl:2: JSON nested too deeply to read$"):
+        _read(path)  # read_unique_records: advantage and compare build-pairs read through it
+    with pytest.raises(InputError, match=r"in.jsonl:2: JSON nested too deeply to read; only a last line cut"):
+        list(read_appended(path))
+    with pytest.raises(InputError, match=r"^JSON nested too deeply to read$"):
+        parse_line(DEEP)  # what judge's reader calls: the line is judged as failed, the others go on
+    whole = tmp_path / "c.json"
+    whole.write_bytes(DEEP)
+    with pytest.raises(InputError, match=r"c.json: JSON nested too deeply to read\.$"):
+        read_json(whole, "curriculum file")
+
+
+def test_read_objects_can_hand_bad_lines_over_and_go_on(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + DEEP + b'\n"text"\n\xff\n{"a": 2}\n{"cut')
+    bad = []
+    assert list(read_objects(path, "widget file", on_bad=bad.append)) == [(1, {"a": 1}), (5, {"a": 2})]
+    assert [str(e).split(": ", 1)[0].rsplit(":", 1)[1] for e in bad] == ["2", "3", "4", "6"]
+    assert all(isinstance(e, InputError) for e in bad) and "nested too deeply" in str(bad[0])

@@ -19,24 +19,32 @@ import gzip
 import hashlib
 import html
 import json
+import math
 import random
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.view.records import FLAGS
+from pearl_verl.view.records import FLAGS, Reading
 
 ASSETS = Path(__file__).resolve().parent
 MAX_DIALOGUES = 10_000
 
 
 def build_page(records: Sequence[dict[str, Any]], title: str = "pearl-verl view", max_dialogues: int = MAX_DIALOGUES,
-               seed: int = 0) -> str:
-    """The page for ``records`` (from :func:`pearl_verl.view.records.read_sources`)."""
+               seed: int = 0, skipped: Sequence[str] = ()) -> str:
+    """The page for ``records`` (from :func:`pearl_verl.view.records.read_sources`).
+
+    ``skipped``: the input rows left out (:attr:`pearl_verl.view.records.Reading.skipped`), which
+    the page counts, so that a reader knows it shows less than the files hold.
+    """
     shown, note = sample(records, max_dialogues, seed)
+    title = _unicode(title)  # a path's undecodable bytes come from argv as lone surrogates
     data = encode(shown)
-    data.update({"title": title, "total": len(records), "note": note, "flags": FLAGS})
+    notes = [note, skipped_note(skipped)]
+    data.update({"title": title, "total": len(records), "note": "; ".join(n for n in notes if n), "flags": FLAGS})
     script = (ASSETS / "viewer.js").read_text(encoding="utf-8")
     style = (ASSETS / "viewer.css").read_text(encoding="utf-8")
     policy = (f"default-src 'none'; script-src '{_hash(script)}'; style-src '{_hash(style)}'; img-src data:; "
@@ -56,11 +64,35 @@ def build_page(records: Sequence[dict[str, Any]], title: str = "pearl-verl view"
     ])
 
 
-def write_page(records: Sequence[dict[str, Any]], path: Path, **kwargs: Any) -> Path:
-    """:func:`build_page` written to ``path``."""
+def write_page(records: Sequence[dict[str, Any]] | Reading, path: Path, **kwargs: Any) -> Path:
+    """:func:`build_page` written to ``path`` (a :class:`Reading` brings its skipped rows along).
+
+    Raises:
+        OSError: when ``path`` cannot be written; a file this call created is removed again, so a
+            failed write leaves no half page behind.
+    """
+    if isinstance(records, Reading):
+        kwargs.setdefault("skipped", records.skipped)
+        records = records.records
+    page = build_page(records, **kwargs).encode("utf-8")
+    existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(build_page(records, **kwargs), encoding="utf-8")
+    try:
+        path.write_bytes(page)
+    except OSError:
+        if not existed and path.is_file():
+            path.unlink()
+        raise
     return path
+
+
+def skipped_note(skipped: Sequence[str], examples: int = 3) -> str:
+    """What the page says of the input rows it left out: how many, and the first few with their reasons."""
+    if not skipped:
+        return ""
+    more = f" and {len(skipped) - examples:,} more" if len(skipped) > examples else ""
+    return (f"{len(skipped):,} input row{'s' if len(skipped) != 1 else ''} could not be read and "
+            f"{'are' if len(skipped) != 1 else 'is'} not shown: " + "; ".join(skipped[:examples]) + more)
 
 
 def sample(records: Sequence[dict[str, Any]], limit: int, seed: int = 0) -> tuple[list[dict[str, Any]], str]:
@@ -96,7 +128,7 @@ def encode(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "ok": None if rec["judge_ok"] is None else int(rec["judge_ok"]), "ga": rec["gate"],
             "je": rec["judge_error"], "c": crit, "r": _num(rec["reward"]),
             "sh": [_num(rec["shaped"].get(d)) for d in DIMENSIONS] if rec["shaped"] else None,
-            "a": _num(rec["advantage"]), "f": rec["flags"], "lk": rec["leak_turns"],
+            "a": _num(rec["advantage"]), "f": rec["flags"], "lk": rec["leak_turns"], "is": rec.get("issues"),
         }))
     return {
         "dims": list(DIMENSIONS),
@@ -113,7 +145,15 @@ def _state(state: dict[str, Any] | None) -> list[Any] | None:
 
 
 def _num(value: Any) -> float | None:
-    return None if value is None else round(float(value), 3)
+    """Rounded for size; a non-finite number (the records never hold one) as None, never as JSON's invalid NaN."""
+    if value is None or not math.isfinite(value := float(value)):
+        return None
+    return round(value, 3)
+
+
+def _unicode(text: str) -> str:
+    """``text`` with any unpaired surrogate as U+FFFD: UTF-8 cannot encode one, and the page is UTF-8."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def _compact(rec: dict[str, Any]) -> dict[str, Any]:
@@ -121,8 +161,12 @@ def _compact(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def pack(data: Any) -> str:
-    """``data`` as JSON, gzip-compressed, base64-encoded: what the page's data block holds."""
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """``data`` as strict JSON, gzip-compressed, base64-encoded: what the page's data block holds.
+
+    Strict: the browser's JSON.parse refuses ``NaN`` and ``Infinity``, and the whole page would stay
+    blank, so such a value is an error here (the records hold none: they are checked as they are read).
+    """
+    raw = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 

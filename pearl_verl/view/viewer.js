@@ -105,8 +105,10 @@ unpack().then(function (DATA) {
 
   function flagList(r) {
     if (!r.f || !r.f.length) return null;
+    // bad_input lists what was wrong with the input (a score "high", NaN...), shown as missing
     return el("ul", { class: "flag-list" }, r.f.map((f) => el("li", { class: "flag" }, el("b", {}, f), ": ",
-      DATA.flags[f] || "")));
+      DATA.flags[f] || "", f === "bad_input" && r.is ? el("ul", { class: "issues" }, r.is.map((s) => el("li", {}, s)))
+        : null)));
   }
 
   function turnList(r, compact) {
