@@ -45,6 +45,7 @@ def main(
     argv: Sequence[str] | None = None, modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl"
 ) -> int:
     """Run one command of ``modules``; returns the process exit code."""
+    _printable_streams()
     parser = build_parser(modules, prog)
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -60,6 +61,18 @@ def main(
         return _report(exc, 2, args.verbose)
     except TrainingStalled as exc:  # not the user's input: the endpoints failed, exit 1
         return _report(exc, 1, args.verbose)
+
+
+def _printable_streams() -> None:
+    """Let stdout and stderr print any text, escaping what their encoding cannot hold.
+
+    A file name that is not valid UTF-8 reaches Python as lone surrogates (``\udcff``); printing it
+    in an error or a "wrote FILE" line would raise UnicodeEncodeError and bury the message under a
+    traceback. Escaped (``\udcff``), the line still names the file.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _report(exc: Exception, code: int, verbose: bool) -> int:

@@ -124,9 +124,13 @@ def input_file(path: str | os.PathLike, what: str) -> Path:
             one line rather than an OSError traceback.
     """
     path = Path(path)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError as exc:  # a name too long, or other that no file system can hold
+        raise located(path, None, f"{what}: not a usable path ({exc.strerror}).") from None
+    if is_dir:
         raise located(path, None, f"{what} is a directory; give the file itself.")
-    if not path.is_file():
+    if not is_file:
         raise located(path, None, f"{what} does not exist.")
     return path
 

@@ -9,6 +9,7 @@ checks a recipe's overrides (text), a model's ``config.json`` (JSON values) and 
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from dataclasses import dataclass
@@ -94,6 +95,17 @@ class Range:
             raise bad_value(key, value, self.describe())
         return number
 
+    def flag(self, text: str) -> int | float | None:
+        """An argparse ``type=``: the flag's text as a number in this range (argparse names the flag).
+
+        Raises:
+            argparse.ArgumentTypeError: ``got VALUE; allowed: what is allowed``.
+        """
+        try:
+            return self.check("", text)
+        except InputError:
+            raise argparse.ArgumentTypeError(f"got {shown(text)}; allowed: {self.describe()}") from None
+
     def check_json(self, key: str, value: Any) -> int | float | None:
         """As :meth:`check` for a value parsed from JSON, where text is never a number (``"4096"``)."""
         if isinstance(value, str):
@@ -129,6 +141,12 @@ FRACTION = Range(float, low=0, low_open=True, high=1)
 POSITIVE_NUMBER = Range(float, low=0, low_open=True)
 """A rate (tokens per second), a memory size in GB or an average: finite and more than 0."""
 NON_NEGATIVE_NUMBER = Range(float, low=0)
+SHARE = Range(float, low=0, high=1)
+"""A share of the rows or problems (a validation fraction, a misconception rate): 0 to 1."""
+SEED = Range(int, low=0, high=2**32 - 1)
+"""A random seed (numpy's range)."""
+PORT = Range(int, low=0, high=65535, why="0: any free port")
+"""A TCP port."""
 
 
 def check_ranges(config: Any, prefix: str = "") -> None:

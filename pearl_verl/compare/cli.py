@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import PORT, POSITIVE, SEED
 
 DEFAULT_DB_URL = "sqlite:///compare.db"
 
@@ -66,8 +67,8 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
         "--margins", default="5,15", help="low/medium and medium/high judge score-gap edges on 0-100 (default 5,15)"
     )
     build.add_argument("--no-margins", action="store_true", help="leave margin buckets out even when scored")
-    build.add_argument("--sample", type=int, help="keep a random sample of N pairs")
-    build.add_argument("--seed", type=int, default=0, help="draws the sample")
+    build.add_argument("--sample", type=POSITIVE.flag, help="keep a random sample of N pairs")
+    build.add_argument("--seed", type=SEED.flag, default=0, help="draws the sample")
     build.set_defaults(handler=run_build)
 
 
@@ -85,7 +86,7 @@ def _register_serve(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--pairs", type=Path, action="append", default=[], help="pairs JSONL to load (repeat)")
     _db_flag(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=PORT.flag, default=8000)
     serve.add_argument("--secure-cookies", action="store_true", help="mark the session cookie Secure (behind HTTPS)")
     serve.set_defaults(handler=run_serve)
 

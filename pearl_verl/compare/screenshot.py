@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pearl_verl.resources
+from pearl_verl.ranges import POSITIVE
 
 FIXTURE = Path(pearl_verl.resources.__file__).parent / "data" / "mathdial" / "test_first20.jsonl"
 
@@ -77,8 +78,8 @@ def take_screenshot(out: Path, width: int = 1400, height: int = 900) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pearl_verl.compare.screenshot", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("docs/compare-page.png"))
-    parser.add_argument("--width", type=int, default=1400)
-    parser.add_argument("--height", type=int, default=900)
+    parser.add_argument("--width", type=POSITIVE.flag, default=1400)
+    parser.add_argument("--height", type=POSITIVE.flag, default=900)
     args = parser.parse_args(argv)
     print(take_screenshot(args.out, args.width, args.height))
     return 0

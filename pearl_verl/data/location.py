@@ -78,13 +78,14 @@ def dataset_file(path: str | Path, explicit_dir: str | Path | None = None) -> Pa
         own error names the path the user gave.
     """
     given = Path(path)
-    if given.exists() or given.is_absolute():
-        return given
     try:
+        if given.exists() or given.is_absolute():
+            return given
         inside = data_dir(explicit_dir) / given
-    except ValueError:
+        found = inside.exists()
+    except (ValueError, OSError):  # no data folder; a name no file system holds (the reader names it)
         return given
-    if inside.exists():
+    if found:
         logger.info("reading %s from the data folder: %s", given, inside)
         return inside
     return given

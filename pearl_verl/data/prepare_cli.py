@@ -28,6 +28,7 @@ from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.data.prepare import PrepareConfig
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
+from pearl_verl.ranges import SHARE
 from pearl_verl.student.types import ABILITY_LEVELS
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="relative weights of the student ability levels, e.g. low=2,medium=1,high=1 (normalised)",
     )
     parser.add_argument(
-        "--misconception-rate", type=float, default=1.0, help="chance a row starts from the source's misconception"
+        "--misconception-rate", type=SHARE.flag, default=1.0, help="chance a row starts from the source's misconception"
     )
     add_config_flags(parser, PrepareConfig, ("seed", "limit", "skip_errors"))
     parser.add_argument("--keep-duplicates", action="store_true", help="keep repeated questions and train/val overlaps")

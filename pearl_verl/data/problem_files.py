@@ -19,6 +19,7 @@ from pearl_verl.dialogue.answers import gsm8k_final_answer, gsm8k_rationale, las
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.sample import EXTRA_INFO_KEY, PearlSample
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import POSITIVE
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ PROBLEM_FILES_HELP = (
 def add_problem_file_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """The ``PROBLEMS...`` positional and ``--limit`` of every command that reads problem files."""
     parser.add_argument("problems", nargs="+" if required else "*", help=PROBLEM_FILES_HELP)
-    parser.add_argument("--limit", type=int, help="first N problems of each file")
+    parser.add_argument("--limit", type=POSITIVE.flag, help="first N problems of each file")
 
 
 def load_problem_files(paths: Iterable[str | Path], limit: int | None = None) -> list[SimulationItem]:

@@ -9,7 +9,6 @@ from typing import Any
 
 from pearl_verl.errors import InputError
 
-
 MAX_TEXT_CHARS = 20_000
 """Longest question or reference solution accepted: MATH's longest solutions have a few thousand
 characters; a longer field is a wrong column or a corrupt file, and would make every prompt that

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import POSITIVE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--human", type=Path, help="MathDial JSONL (test split) for the human-teacher reference row, e.g. data/mathdial/test.jsonl",
     )
     parser.add_argument("--simulator", default="mathdial", help="use dialogues with this simulator (default mathdial)")
-    parser.add_argument("--max-k", type=int, default=7, help="largest k (MathDial's harness: 7)")
+    parser.add_argument("--max-k", type=POSITIVE.flag, default=7, help="largest k (MathDial's harness: 7)")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.set_defaults(handler=run)
 

@@ -25,6 +25,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
 from pearl_verl.jsonl import read_text
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
+from pearl_verl.ranges import POSITIVE, Range
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,13 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", help="model name as served (with --model-base-url)")
     parser.add_argument("--model-hf", help="a local Hugging Face model directory instead of an endpoint")
     parser.add_argument("--tasks", help="comma-separated subset (default: all nine)")
-    parser.add_argument("--limit", type=int, help="first N source rows per task")
-    parser.add_argument("--temperature", type=float, default=0.0, help="(benchmark default: 0)")
-    parser.add_argument("--max-tokens", type=int, default=2048, help="(benchmark default: 2048)")
+    parser.add_argument("--limit", type=POSITIVE.flag, help="first N source rows per task")
+    parser.add_argument("--temperature", type=Range(float, low=0, high=10).flag, default=0.0, help="(benchmark default: 0)")
+    parser.add_argument("--max-tokens", type=POSITIVE.flag, default=2048, help="(benchmark default: 2048)")
     parser.add_argument("--ped-rm-path", help="pedagogical reward model directory (sequence classification)")
     parser.add_argument("--ped-rm-system-prompt", type=Path, help="file with the reward model's system prompt")
     parser.add_argument("--out", type=Path, required=True, help="output directory (resumed when it exists)")
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=POSITIVE.flag, default=16)
     parser.add_argument("--retry-failed", action="store_true", help="generate flagged examples again")
     add_progress_flag(parser)
     parser.set_defaults(handler=run)

@@ -31,6 +31,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_judge_flags, add_progress_flag
 from pearl_verl.jsonl import read_text
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
+from pearl_verl.ranges import POSITIVE, SEED
 
 MTB_STYLE_SYSTEM_PROMPT = (
     "Rate the pedagogical quality of the teacher's responses: good scaffolding, correct and actionable feedback "
@@ -63,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--rm-path", help="--rm hf: local sequence-classification model directory")
     parser.add_argument("--rm-system-prompt", type=Path, help="--rm hf: file with the RM's system prompt")
-    parser.add_argument("--seed", type=int, default=0, help="--rm pairwise: A/B order randomisation")
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--seed", type=SEED.flag, default=0, help="--rm pairwise: A/B order randomisation")
+    parser.add_argument("--concurrency", type=POSITIVE.flag, default=8)
     parser.add_argument("--retry-failed", action="store_true", help="score flagged pairs again")
     make = parser.add_argument_group("building pairs from an eval-tutor run")
     make.add_argument("--make-pairs", type=Path, help="a judged eval-tutor results.jsonl")

@@ -41,6 +41,7 @@ from pearl_verl.eval.common_cli import (
 )
 from pearl_verl.eval.protocol import EvalProtocol
 from pearl_verl.llm.cli_flags import EndpointSpecAction
+from pearl_verl.ranges import POSITIVE
 from pearl_verl.student.config import SIMULATORS
 
 
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_flags(protocol, EvalProtocol, helps={"top_k": "tutor top-k (paper: 50); 0 leaves the server default"})
     add_student_flags(parser)
     add_judge_flags(parser)
-    parser.add_argument("--concurrency", type=int, default=16, help="dialogues in flight")
+    parser.add_argument("--concurrency", type=POSITIVE.flag, default=16, help="dialogues in flight")
     parser.add_argument("--retry-failed", action="store_true", help="run flagged dialogues again")
     parser.add_argument("--report-only", action="store_true", help="rebuild report and plots from the results")
     add_progress_flag(parser)

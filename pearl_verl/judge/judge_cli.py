@@ -14,6 +14,7 @@ from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
+from pearl_verl.ranges import SHARE
 
 if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
@@ -53,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     sft.add_argument("input", type=Path, help="JSONL: {id, episode, annotations: [judge output, ...]} per line")
     sft.add_argument("-o", "--output", type=Path, required=True, help="training parquet")
     sft.add_argument("--val-output", type=Path, help="validation parquet (needs --val-fraction)")
-    sft.add_argument("--val-fraction", type=float, default=0.0, help="share of trajectories for validation")
-    sft.add_argument("--max-spread", type=float, default=0.5, help="largest dimension-score range across annotations")
+    sft.add_argument("--val-fraction", type=SHARE.flag, default=0.0, help="share of trajectories for validation")
+    sft.add_argument("--max-spread", type=SHARE.flag, default=0.5, help="largest dimension-score range across annotations")
     sft.add_argument("--no-consistency-check", action="store_true", help="keep self-contradictory annotations")
     sft.set_defaults(handler=run_sft_data)
 

@@ -356,7 +356,8 @@ def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]]) -> None:
     """summary.txt and dialogues.md from the evaluation RL started from and the last one."""
-    from pearl_verl.local.heldout import summary, write_dialogues as write_heldout_dialogues
+    from pearl_verl.local.heldout import summary
+    from pearl_verl.local.heldout import write_dialogues as write_heldout_dialogues
 
     rl_start = [held for phase, held in evaluations if phase in ("initial", "cold_start")]
     if not rl_start or evaluations[-1][1] is rl_start[-1]:

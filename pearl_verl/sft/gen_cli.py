@@ -27,6 +27,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
+from pearl_verl.ranges import POSITIVE, SHARE
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
 
@@ -48,10 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("inputs", nargs="+", type=Path, help="prepared parquet files (pearl-verl prepare-data)")
     parser.add_argument("-o", "--out-dir", type=Path, required=True, help="output folder (records, parquet, summary)")
-    parser.add_argument("--samples-per-row", type=int, default=1, help="dialogues per prepared row")
-    parser.add_argument("--limit", type=int, help="use only the first N prepared rows")
-    parser.add_argument("--concurrency", type=int, default=32, help="dialogues in flight")
-    parser.add_argument("--max-turns", type=int, default=15, help="tutor-turn limit (paper: 15 in training)")
+    parser.add_argument("--samples-per-row", type=POSITIVE.flag, default=1, help="dialogues per prepared row")
+    parser.add_argument("--limit", type=POSITIVE.flag, help="use only the first N prepared rows")
+    parser.add_argument("--concurrency", type=POSITIVE.flag, default=32, help="dialogues in flight")
+    parser.add_argument("--max-turns", type=POSITIVE.flag, default=15, help="tutor-turn limit (paper: 15 in training)")
     parser.add_argument("--no-reference", action="store_true", help="hide the reference solution from the tutor")
     parser.add_argument("--retry-failed", action="store_true", help="generate again dialogues with a backend failure")
     parser.add_argument("--finalize-only", action="store_true", help="only rebuild the parquet and summary")
@@ -102,8 +103,8 @@ def _filter_args(group: argparse._ArgumentGroup) -> None:
     add_config_flags(group, FilterConfig, ("min_tutor_turns", "attempts_before_answer", "turn_balance"))
     group.add_argument("--keep-duplicates", action="store_true", help="keep repeated dialogues")
     group.add_argument("--tokenizer", help="the SFT model's tokenizer folder, for the length filter")
-    group.add_argument("--max-length", type=int, help="drop chats longer than this many tokens (= data.max_length)")
-    group.add_argument("--val-fraction", type=float, default=0.02, help="share of problems for validation")
+    group.add_argument("--max-length", type=POSITIVE.flag, help="drop chats longer than this many tokens (= data.max_length)")
+    group.add_argument("--val-fraction", type=SHARE.flag, default=0.02, help="share of problems for validation")
 
 
 def run(args: argparse.Namespace) -> int:

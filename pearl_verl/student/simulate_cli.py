@@ -26,6 +26,7 @@ from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
 from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP
+from pearl_verl.ranges import POSITIVE, SEED
 from pearl_verl.redact import redact
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.simulate import ABILITY_CHOICES
@@ -62,16 +63,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--tutor-max-tokens",
-        type=int,
+        type=POSITIVE.flag,
         default=TUTOR_MAX_TOKENS,
         help="cap on one tutor message of --tutor endpoint (uncapped, a server generates until its context is full)",
     )
     parser.add_argument(
         "--ability", choices=ABILITY_CHOICES, default="mixed", help="profile band; 'all' runs each band"
     )
-    parser.add_argument("--seed", type=int, default=0, help="fixes profiles, initial states and sampling")
+    parser.add_argument("--seed", type=SEED.flag, default=0, help="fixes profiles, initial states and sampling")
     parser.add_argument(
-        "--max-turns", type=int, default=15, help="tutor-turn limit (paper: 15 training, 20 evaluation)"
+        "--max-turns", type=POSITIVE.flag, default=15, help="tutor-turn limit (paper: 15 training, 20 evaluation)"
     )
     parser.add_argument(
         "--out",

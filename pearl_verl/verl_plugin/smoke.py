@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pearl_verl.jsonl import read_objects
+from pearl_verl.ranges import POSITIVE
 from pearl_verl.verl_plugin.doctor import Check, format_report
 
 REQUIRED_METRICS: dict[str, Callable[[str], bool]] = {
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--metrics", type=Path, required=True)
     check.add_argument("--initial", type=Path, required=True)
     check.add_argument("--checkpoints", type=Path, required=True)
-    check.add_argument("--steps", type=int, default=3)
+    check.add_argument("--steps", type=POSITIVE.flag, default=3)
     args = parser.parse_args(argv)
     if args.command == "model":
         from pearl_verl.local.models import prepare_model
