@@ -1,10 +1,13 @@
 """``view --serve`` over real HTTP: the page for GET and HEAD of two paths, nothing else, ever."""
 
 import http.client
+import os
 import socket
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pearl_verl.view.view_cli import page_server
 
@@ -115,3 +118,22 @@ def test_a_foreign_host_name_is_refused(served):
     conn.endheaders()
     assert conn.getresponse().status == 403
     conn.close()
+
+
+@settings(max_examples=400 if os.environ.get("PEARL_FUZZ") == "long" else 60, deadline=None, database=None,
+          derandomize=os.environ.get("PEARL_FUZZ") != "long",
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "CONNECT", "PROPFIND"]),
+       target=st.sampled_from(["/", "/view.html", "/secret.txt", "/sub/inner.txt", "/../secret.txt", "//secret.txt",
+                               "/%2e%2e/secret.txt", "/sub", "/sub/"])
+       | st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e), max_size=60).map(lambda t: "/" + t))
+def test_no_request_reaches_a_file_other_than_the_page(served, method, target):
+    """Hypothesis: any method and printable target; only the page's bytes or an error ever come back."""
+    _, port = served
+    status, _, body = ask(port, method, target)
+    assert SECRET not in body and b"Directory listing" not in body
+    page_target = target.split("?", 1)[0] in ("/", "/view.html")
+    if status == 200:
+        assert page_target and method in ("GET", "HEAD") and body in (PAGE, b"")
+    else:
+        assert status in (400, 404, 405, 414, 501), (method, target, status)
