@@ -1,6 +1,11 @@
-"""Fixtures for tests of the verl-aware layer: verl's composed config and a local Ray + TransferQueue."""
+"""Fixtures for tests of the verl-aware layer: verl's composed config, a local Ray + TransferQueue,
+and whole runs of verl's trainer watched for progress rather than timed."""
 
 import os
+import signal
+import subprocess
+import threading
+import time
 
 import pytest
 import verl
@@ -35,3 +40,67 @@ def transfer_queue():
     finally:
         tq.close()
         ray.shutdown()
+
+
+STALL_S = 900
+"""A run that prints nothing for this long hangs. A run prints a line every few seconds (Ray, verl's
+console logger) on an idle machine; the bound is on silence, never on a run's length, so a busy
+machine makes runs slower, not failed."""
+
+
+class WatchedRun:
+    """A process in its own session whose stdout and stderr are read as they come.
+
+    ``wait()`` returns when it exits, or kills its whole session (Ray's processes included) and fails
+    when it has printed nothing for :data:`STALL_S`.
+    """
+
+    def __init__(self, argv, env):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                     start_new_session=True)
+        self.last_output = time.monotonic()
+        self._chunks = {"stdout": [], "stderr": []}
+        self._readers = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in self._chunks]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, name):
+        for line in getattr(self.proc, name):
+            self._chunks[name].append(line)
+            self.last_output = time.monotonic()
+
+    def stalled(self) -> bool:
+        return self.proc.poll() is None and time.monotonic() - self.last_output > STALL_S
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def wait(self) -> subprocess.CompletedProcess:
+        while self.proc.poll() is None:
+            if self.stalled():
+                self.kill()
+                raise AssertionError(f"no output for {STALL_S} s: the run hangs\n{self.output()[-4000:]}")
+            time.sleep(1)
+        for reader in self._readers:
+            reader.join()
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, "".join(self._chunks["stdout"]),
+                                           "".join(self._chunks["stderr"]))
+
+    def output(self) -> str:
+        return "".join(self._chunks["stdout"]) + "".join(self._chunks["stderr"])
+
+
+@pytest.fixture
+def watched_run():
+    """Start a :class:`WatchedRun`; any still running when the test ends are killed."""
+    runs = []
+
+    def _start(argv, env):
+        runs.append(WatchedRun(argv, env))
+        return runs[-1]
+
+    yield _start
+    for run in runs:
+        if run.proc.poll() is None:
+            run.kill()
