@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError
-from pearl_verl.ranges import POSITIVE
 from pearl_verl.view.page import MAX_DIALOGUES
 
 WARNED = 5
@@ -34,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("paths", nargs="+", type=Path, help="folders or JSONL files (any mix)")
     parser.add_argument("-o", "--output", type=Path, default=Path("view.html"), help="the page (default: view.html)")
     parser.add_argument("--title", help="the page's title (default: the paths)")
-    parser.add_argument("--max-dialogues", type=POSITIVE.flag, default=MAX_DIALOGUES,
+    parser.add_argument("--max-dialogues", type=int, default=MAX_DIALOGUES,
                         help="beyond this many, every flagged dialogue and a fixed random sample of the rest "
                         "(default %(default)s)")
     parser.add_argument("--serve", action="store_true", help="also serve the page on http://127.0.0.1 until Ctrl-C")
