@@ -8,6 +8,7 @@ sub-parser and sets ``handler`` (``args -> exit code``). Heavy imports stay insi
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import sys
@@ -19,6 +20,7 @@ from typing import Any, NoReturn
 from pearl_verl import __version__
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import shown
 from pearl_verl.redact import redact
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -61,6 +63,12 @@ def main(
         return _report(exc, 2, args.verbose)
     except TrainingStalled as exc:  # not the user's input: the endpoints failed, exit 1
         return _report(exc, 1, args.verbose)
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:  # other I/O failures keep their traceback
+            raise
+        # a path given on the command line that no file system can hold, wherever it is first used
+        return _report(InputError(f"{shown(str(exc.filename))}: the name is too long for the file system."), 2,
+                       args.verbose)
 
 
 def _printable_streams() -> None:

@@ -14,7 +14,9 @@ generated JSON lines). A new command or flag is fuzzed without editing this file
 - every run ends within :data:`BOUND_S` (the inputs are a few KB).
 
 Work that runs until stopped on valid input (training, the study and page servers) is replaced by a
-marker exception once the command has accepted its input: reaching it is a pass.
+marker exception once the command has accepted its input: reaching it is a pass. The doctor's probe
+of verl's trainer (a fresh process importing verl, ~10 s) answers at once: it reads no input, and
+``tests/verl_plugin/test_doctor_on_cpu.py`` runs it for real.
 
 ``PEARL_FUZZ=long`` runs :data:`LONG_EXAMPLES` examples per command instead of a few (BENCHMARKS.md
 records what the long profile found).
@@ -157,7 +159,8 @@ def _bounded(seconds: int, argv: list[str]) -> Iterator[None]:
 
 @pytest.fixture
 def no_endless_work(monkeypatch):
-    """Training and servers raise :class:`ReachedWork` instead of running until stopped."""
+    """Training and servers raise :class:`ReachedWork` instead of running until stopped; the doctor's
+    trainer probe answers at once."""
 
     def reached(*args, **kwargs):
         raise ReachedWork("reached the work")
@@ -165,8 +168,11 @@ def no_endless_work(monkeypatch):
     import uvicorn
 
     from pearl_verl.local import train
+    from pearl_verl.verl_plugin import doctor
     from pearl_verl.view import view_cli
 
+    monkeypatch.setattr(doctor, "check_cpu_trainer",
+                        lambda *args, **kwargs: doctor.Check("verl's trainer on this CPU", True, "not probed here"))
     monkeypatch.setattr(train, "run_training", reached)
     monkeypatch.setattr(view_cli, "serve", reached)
     monkeypatch.setattr(uvicorn, "run", reached)
