@@ -52,7 +52,6 @@ class ApiKeyEnvAction(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
-
 class EndpointSpecAction(argparse._AppendAction):
     """Append a ``key=value,...`` endpoint spec (``--tutor``); refuse one that carries a key while parsing."""
 
