@@ -45,6 +45,11 @@ class LocalTrainConfig:
         max_tokens_per_turn: token cap of one tutor turn.
         response_length: token budget of a whole dialogue after the prompt (tutor + student).
         prompt_length: token budget of the prompt (instruction, problem, reference, opening).
+        micro_batch: sequences in one forward/backward pass of the update and of the log-prob
+            recomputation; it must divide ``batch_problems * group_size``. None: all of them for
+            ``tiny``, 2 otherwise (1 for an odd count): the logits of a 49k-token vocabulary over 8
+            whole dialogues took SmolLM2's actor to 15 GB. Memory and speed only: the micro-batches'
+            gradients accumulate to the same update.
         temperature: tutor sampling temperature.
         gamma: PEARL turn-decay factor.
         seed: seeds problems, students, sampling and initial weights.
@@ -89,6 +94,7 @@ class LocalTrainConfig:
         **dict.fromkeys(("steps", "num_problems", "batch_problems", "max_tutor_turns", "max_tokens_per_turn",
                          "response_length", "prompt_length", "eval_every", "eval_seeds", "save_every",
                          "cold_start_dialogues"), Range(int)),
+        "micro_batch": Range(int, null_ok=True),
         "group_size": Range(int, low=2, why="advantages compare dialogues within a group"),
         **dict.fromkeys(("eval_problems", "cold_start_steps", "seed"), Range(int, low=0)),
         **dict.fromkeys(("lr", "cold_start_lr"), Range(float, low=0, low_open=True, high=1, null_ok=True)),
@@ -112,6 +118,7 @@ class LocalTrainConfig:
     max_tokens_per_turn: int = 24
     response_length: int = 1024
     prompt_length: int = 1536
+    micro_batch: int | None = None
     temperature: float = 1.0
     gamma: float = 0.98
     seed: int = 0
@@ -130,6 +137,10 @@ class LocalTrainConfig:
         check_ranges(self)
         check_choices(self)
         self.ability_mix  # validates student_ability
+        sequences = self.batch_problems * self.group_size
+        if self.micro_batch is not None and sequences % self.micro_batch:
+            raise InputError(f"micro_batch={self.micro_batch} must divide the step's {sequences} sequences "
+                             f"(batch_problems x group_size), as verl splits the batch into equal micro-batches.")
         if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
             raise InputError(f"out_dir={self.out_dir!r} is a file; the run's folder must be a directory.")
 
@@ -145,6 +156,13 @@ class LocalTrainConfig:
                 f"student_ability={self.student_ability!r} must be 'all' or a comma list of {list(ABILITY_LEVELS)}."
             )
         return {level: 1 / len(levels) for level in dict.fromkeys(levels)}
+
+    @property
+    def micro_batch_size(self) -> int:
+        sequences = self.batch_problems * self.group_size
+        if self.micro_batch is not None:
+            return self.micro_batch
+        return sequences if self.model == "tiny" else (1 if sequences % 2 else 2)
 
     @property
     def learning_rate(self) -> float:

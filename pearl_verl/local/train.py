@@ -70,10 +70,10 @@ def _dtype_name(dtype: torch.dtype) -> str:
 def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
     """verl settings of the run's algorithm: GSPO, batch and lengths, PEARL, and the CPU engine's precision.
 
-    The whole batch is one mini-batch and one micro-batch: one GSPO update a step, on-policy.
+    The whole batch is one mini-batch, so one GSPO update a step, on-policy; its micro-batches
+    (``micro_batch``) only bound memory.
     """
     c = config
-    sequences = c.batch_problems * c.group_size
     return [
         "actor_rollout_ref.model.enable_gradient_checkpointing=False",
         "actor_rollout_ref.actor.strategy=fsdp2",
@@ -86,9 +86,9 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
         "actor_rollout_ref.actor.use_kl_loss=False",
         f"actor_rollout_ref.actor.optim.lr={c.learning_rate}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={c.batch_problems}",
-        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={sequences}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={c.micro_batch_size}",
         "actor_rollout_ref.actor.use_dynamic_bsz=False",
-        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={sequences}",
+        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={c.micro_batch_size}",
         f"actor_rollout_ref.rollout.n={c.group_size}",
         f"actor_rollout_ref.rollout.temperature={c.temperature}",
         f"actor_rollout_ref.rollout.prompt_length={c.prompt_length}",

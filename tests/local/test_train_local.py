@@ -154,3 +154,30 @@ def test_train_local_runs_the_cpu_recipes_gspo_and_pearl_algorithm():
               "algorithm.use_kl_in_reward", "trainer.v1.trainer_mode", "+pearl.advantage.gamma",
               "actor_rollout_ref.actor.strategy", "actor_rollout_ref.actor.fsdp_config.use_torch_compile"]
     assert {key: ours[key] for key in shared} == {key: recipe_values[key] for key in shared}
+
+
+@pytest.mark.parametrize(("model", "micro_batch", "batch_problems", "group_size", "expected"), [
+    ("tiny", None, 2, 4, 8),  # a tiny model's whole step fits one pass
+    ("smollm2", None, 2, 4, 2),  # a 49k vocabulary's logits over 8 dialogues did not fit 24 GB
+    ("smollm2", None, 1, 3, 1),  # verl splits a step into equal micro-batches
+    ("smollm2", 4, 2, 4, 4),
+])
+def test_the_update_runs_in_micro_batches_that_fit_the_model(model, micro_batch, batch_problems, group_size, expected):
+    from pearl_verl.local.config import LocalTrainConfig
+    from pearl_verl.local.train import algorithm_overrides
+
+    config = LocalTrainConfig(model=model, micro_batch=micro_batch, batch_problems=batch_problems,
+                              group_size=group_size)
+    ours = dict(o.split("=", 1) for o in algorithm_overrides(config))
+    assert ours["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] == str(expected)
+    assert ours["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"] == str(expected)
+    assert ours["actor_rollout_ref.actor.ppo_mini_batch_size"] == str(batch_problems)  # still one update a step
+
+
+def test_a_micro_batch_that_does_not_divide_the_step_is_refused(tmp_path, capsys):
+    from pearl_verl import cli
+
+    assert cli.main(["train-local", "--out-dir", str(tmp_path / "run"), "--micro-batch", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "error: micro_batch=3 must divide the step's 16 sequences" in err
+    assert not (tmp_path / "run").exists()

@@ -45,7 +45,7 @@ def test_an_out_dir_that_is_a_file_is_refused(tmp_path, capsys):
 
 
 def test_every_number_setting_has_a_declared_range_shown_in_help(capsys):
-    numbers = {f.name for f in dataclasses.fields(LocalTrainConfig) if f.type in ("int", "float", "float | None")}
+    numbers = {f.name for f in dataclasses.fields(LocalTrainConfig) if f.type in ("int", "float", "int | None", "float | None")}
     assert numbers == set(LocalTrainConfig.RANGES)
     with pytest.raises(SystemExit):
         cli.main(["train-local", "--help"])
