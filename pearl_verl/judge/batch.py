@@ -45,11 +45,15 @@ class BatchSummary:
         skipped: lines already judged in the output (resume).
         judged: lines written in this run (``ok + failed + flagged``).
         ok: written lines with ``judge_ok=1``.
-        failed: written lines whose judgement failed (endpoint failure, unparsable or short output,
-            bad input line).
+        failed: written lines whose judgement failed (endpoint failure, unparsable or short output):
+            judging them again may succeed.
         flagged: written lines not judged because the episode ended in a backend error.
+        unreadable: written lines for input lines that hold no dialogue (not JSON, not UTF-8, not an
+            episode record): judging again repeats the error until the line is fixed.
         skipped_failed: skipped lines whose stored judgement failed (kept without ``retry_failed``).
         skipped_flagged: skipped lines whose episode ended in a backend error.
+        skipped_unreadable: skipped input lines that hold no dialogue, with a stored row.
+        unreadable_lines: the input line numbers that hold no dialogue (in the order they were done).
         dim_sums: per-dimension sums over this run's ok lines (for means).
     """
 
@@ -61,6 +65,9 @@ class BatchSummary:
     flagged: int = 0
     skipped_failed: int = 0
     skipped_flagged: int = 0
+    unreadable: int = 0
+    skipped_unreadable: int = 0
+    unreadable_lines: list[int] = field(default_factory=list)
     dim_sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(DIMENSIONS, 0.0))
 
     def means(self) -> dict[str, float]:
@@ -78,9 +85,14 @@ class BatchSummary:
         return self.flagged + self.skipped_flagged
 
     @property
+    def unreadable_in_output(self) -> int:
+        """Input lines that hold no dialogue (each has a row with its error in the output)."""
+        return self.unreadable + self.skipped_unreadable
+
+    @property
     def ok_in_output(self) -> int:
         """Input ids with a judgement (``judge_ok=1``) in the output."""
-        return self.total - self.failed_in_output - self.flagged_in_output
+        return self.total - self.failed_in_output - self.flagged_in_output - self.unreadable_in_output
 
 
 @dataclass(frozen=True)
@@ -242,15 +254,18 @@ def _already_done(item: _Item, stored_ok: int | None, retry_failed: bool) -> boo
         return False
     if stored_ok or not retry_failed:
         return True
-    # A backend-failed episode would be flagged again without a call: rewriting its row changes nothing.
-    return not_judged_reason(item.episode) is not None
+    # An unreadable line or a backend-failed episode would get the same row again without a call.
+    return item.episode is None or not_judged_reason(item.episode) is not None
 
 
 def _count_skipped(summary: BatchSummary, item: _Item, stored_ok: int) -> None:
     summary.skipped += 1
     if stored_ok:
         return
-    if not_judged_reason(item.episode) is not None:
+    if item.episode is None:
+        summary.skipped_unreadable += 1
+        summary.unreadable_lines.append(item.line)
+    elif not_judged_reason(item.episode) is not None:
         summary.skipped_flagged += 1
     else:
         summary.skipped_failed += 1
@@ -272,6 +287,9 @@ def _count(summary: BatchSummary, item: _Item, row: dict[str, Any]) -> None:
         summary.ok += 1
         for dimension in DIMENSIONS:
             summary.dim_sums[dimension] += row[dimension]
+    elif item.episode is None:
+        summary.unreadable += 1
+        summary.unreadable_lines.append(item.line)
     elif not_judged_reason(item.episode) is not None:
         summary.flagged += 1
     else:

@@ -90,7 +90,7 @@ def run_judge(args: argparse.Namespace) -> int:
         print(f"note: the endpoint returned {ignored} samples beyond those asked for (n); they were ignored")
     if args.backend == "offline":
         print("note: offline heuristic judge (a CPU test double), not the paper's judge")
-    code, message = _verdict(summary, args.output)
+    code, message = _verdict(summary, args.input, args.output)
     if message is not None:
         print(message, file=sys.stderr)
     return code
@@ -105,23 +105,26 @@ def _has_lines(path: Path) -> bool:
 def _report(summary: BatchSummary, output: Path) -> None:
     """The run's summary lines on stdout."""
     flagged = f", {summary.flagged} not judged (episode ended in a backend error)" if summary.flagged else ""
+    unreadable = f", {summary.unreadable} input lines hold no dialogue" if summary.unreadable else ""
     print(
-        f"{output}: {summary.ok + summary.failed} judged ({summary.ok} ok, {summary.failed} failed){flagged}, "
+        f"{output}: {summary.ok + summary.failed} judged ({summary.ok} ok, {summary.failed} failed){flagged}{unreadable}, "
         f"{summary.skipped} already done, {summary.total} in input"
     )
     if summary.ok:
         print("means over this run: " + json.dumps({k: round(v, 4) for k, v in summary.means().items()}))
 
 
-def _verdict(summary: BatchSummary, output: Path) -> tuple[int, str | None]:
+def _verdict(summary: BatchSummary, input_path: Path, output: Path) -> tuple[int, str | None]:
     """Exit code and error line of a run, from what ``output`` holds for the input's ids.
 
     The code reflects the output, not just this run, so a resumed run that judged nothing new still
     exits 1 while stored judgements have failed. Episodes that ended in a backend error cannot be
-    fixed by judging again and do not fail the run, unless they leave no judgement at all.
+    fixed by judging again and do not fail the run, unless they leave no judgement at all. Input lines
+    that hold no dialogue fail it, with their line numbers: the fix is in the input, not a retry.
 
     Args:
         summary: the run's summary.
+        input_path: the dialogue file, for the message about its unreadable lines.
         output: the results file, for the message.
 
     Returns:
@@ -129,6 +132,12 @@ def _verdict(summary: BatchSummary, output: Path) -> tuple[int, str | None]:
     """
     ok, failed, flagged = summary.ok_in_output, summary.failed_in_output, summary.flagged_in_output
     retry = "see their 'error' field, fix the cause and re-run with --retry-failed"
+    if summary.unreadable_in_output:  # judging again repeats the same error: the input line must change
+        lines = sorted(summary.unreadable_lines)
+        shown = ", ".join(map(str, lines[:5])) + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
+        also = f"; and {failed} judgements failed: re-run with --retry-failed once those lines are fixed" if failed else ""
+        return 1, (f"error: {input_path}: {len(lines)} lines hold no dialogue (line {shown}; their 'error' field in "
+                   f"{output} says why); fix or remove those lines{also}")
     if failed and not ok:
         return 1, f"error: every judgement in {output} failed ({failed} dialogues); {retry}"
     if failed:

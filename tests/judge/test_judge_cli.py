@@ -50,7 +50,7 @@ def test_offline_run_writes_one_line_per_dialogue_and_resumes(tmp_path, make_epi
     args = _parser().parse_args(
         ["judge", str(source), "-o", str(out), "--backend", "offline", "--criteria", "--no-progress"]
     )
-    assert args.handler(args) == 1  # the two malformed lines failed
+    assert args.handler(args) == 1  # the two malformed lines hold no dialogue
     rows = _rows(out)
     assert len(rows) == 7 and {r["id"] for r in rows} == {"d0", "d1", "d2", "d3", "d4", "line-6", "bad"}
     good = [r for r in rows if r["judge_ok"]]
@@ -58,15 +58,19 @@ def test_offline_run_writes_one_line_per_dialogue_and_resumes(tmp_path, make_epi
     assert all(r["completed"] == 1 and r["tutor_turns"] == 3 and r["error"] is None for r in good)
     bad = {r["id"]: r["error"] for r in rows if not r["judge_ok"]}
     assert bad["line-6"].startswith("not valid JSON") and bad["bad"].startswith("not an episode record")
-    printed = capsys.readouterr().out
-    assert "7 judged (5 ok, 2 failed), 0 already done, 7 in input" in printed and "not the paper's judge" in printed
-    # A second run judges nothing; --retry-failed retries only the failed ids.
+    printed, err = capsys.readouterr()
+    assert "5 judged (5 ok, 0 failed), 2 input lines hold no dialogue, 0 already done, 7 in input" in printed
+    assert "not the paper's judge" in printed
+    # The fix is in the input, so the error says which lines, and does not send the user to --retry-failed.
+    assert err.strip() == (f"error: {source}: 2 lines hold no dialogue (line 6, 7; their 'error' field in {out} says "
+                           "why); fix or remove those lines")
+    # A second run judges nothing, --retry-failed included: those lines would fail the same way.
     judge = CountingJudge()
     summary = asyncio.run(judge_file(judge, source, out))
     assert (summary.total, summary.skipped, summary.judged, judge.seen) == (7, 7, 0, [])
     summary = asyncio.run(judge_file(judge, source, out, retry_failed=True))
-    assert (summary.skipped, summary.judged, summary.failed) == (5, 2, 2)
-    assert len(_rows(out)) == 9
+    assert (summary.skipped, summary.judged, summary.skipped_unreadable, summary.unreadable_lines) == (7, 0, 2, [6, 7])
+    assert len(_rows(out)) == 7
 
 
 def test_a_run_killed_mid_line_resumes_cleanly(tmp_path, make_episode):
