@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import PORT, POSITIVE
 from pearl_verl.view.page import MAX_DIALOGUES
 
 WARNED = 5
@@ -33,11 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("paths", nargs="+", type=Path, help="folders or JSONL files (any mix)")
     parser.add_argument("-o", "--output", type=Path, default=Path("view.html"), help="the page (default: view.html)")
     parser.add_argument("--title", help="the page's title (default: the paths)")
-    parser.add_argument("--max-dialogues", type=int, default=MAX_DIALOGUES,
+    parser.add_argument("--max-dialogues", type=POSITIVE.flag, default=MAX_DIALOGUES,
                         help="beyond this many, every flagged dialogue and a fixed random sample of the rest "
                         "(default %(default)s)")
     parser.add_argument("--serve", action="store_true", help="also serve the page on http://127.0.0.1 until Ctrl-C")
-    parser.add_argument("--port", type=int, default=0, help="port for --serve, 0..65535 (default 0: any free one)")
+    parser.add_argument("--port", type=PORT.flag, default=0, help=f"port for --serve: {PORT.describe()} (default 0)")
     parser.set_defaults(handler=run)
 
 
@@ -47,9 +48,6 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.view.page import write_page
     from pearl_verl.view.records import read_dialogues
 
-    if args.max_dialogues < 1:
-        raise InputError(f"--max-dialogues {args.max_dialogues} must be >= 1.")
-    check_port(args.port)
     check_output(args.output)
     server = bind(args.port) if args.serve else None
     try:
@@ -83,12 +81,6 @@ def warn_skipped(skipped: list[str]) -> None:
         print(f"warning: skipped {line}", file=sys.stderr)
     if len(skipped) > WARNED:
         print(f"warning: ... and {len(skipped) - WARNED} more input rows skipped", file=sys.stderr)
-
-
-def check_port(port: int) -> None:
-    """Raises InputError naming ``--port`` for a number no TCP port has."""
-    if not 0 <= port <= 65535:
-        raise InputError(f"--port {port} must be between 0 and 65535 (0: any free port).")
 
 
 def check_output(path: Path) -> None:
@@ -134,7 +126,7 @@ def bind(port: int = 0) -> Any:
     Raises:
         InputError: naming ``--port`` when the port cannot be taken (in use, or privileged).
     """
-    check_port(port)
+    PORT.check("--port", port)
     try:
         return server_class()(("127.0.0.1", port))
     except OSError as exc:
