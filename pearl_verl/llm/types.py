@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import COUNT, FRACTION, NON_NEGATIVE_NUMBER, POSITIVE, POSITIVE_NUMBER, Range, check_ranges
 from pearl_verl.redact import api_key_message, looks_secret
 
 Message = Mapping[str, str]
@@ -28,18 +28,23 @@ def check_api_key_env(name: str | None, where: str = "api_key_env") -> None:
     key repeated in an error line ends up in CI logs and issue trackers.
 
     Raises:
-        InputError: for an empty value, a secret-shaped one (:func:`pearl_verl.redact.looks_secret`),
-            or one with ``=`` or a space in it (``NAME=value``, ``Bearer ...``).
+        InputError: for an empty value, a secret-shaped one (:func:`pearl_verl.redact.looks_secret`)
+            or ``NAME=value``, and, not calling it a key, a name with a space in it.
     """
     if name is None:
         return
     if not name:
         raise InputError(f"{where} is empty; it must be the NAME of an environment variable (e.g. JUDGE_KEY).")
-    if looks_secret(name) or "=" in name or any(char.isspace() for char in name):
+    words = name.split()
+    if looks_secret(name) or "=" in name or any(map(looks_secret, words)) or words[:1] == ["Bearer"]:
+        # NAME=value or "Bearer ...": what follows may be a key too short for looks_secret
         raise InputError(
             f"{api_key_message(where)} (it must be the NAME of an environment variable, e.g. JUDGE_KEY, "
             "never the key itself)."
         )
+    if any(char.isspace() for char in name):
+        raise InputError(f"{where} has a space in it, so it is no environment variable's name (it must be the NAME "
+                         "of an environment variable, e.g. JUDGE_KEY).")
 
 
 @dataclass(frozen=True)
@@ -69,17 +74,18 @@ class SamplingConfig:
     stop: tuple[str, ...] = ()
     response_schema: str | None = None
 
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "temperature": NON_NEGATIVE_NUMBER,
+        "top_p": FRACTION,
+        "top_k": Range(int, null_ok=True, why="null: the server's default"),
+        "max_tokens": Range(int, null_ok=True, why="null: the server's default"),
+        "n": POSITIVE,
+        "seed": Range(int, low=0, high=2**63 - 1, null_ok=True),
+    }
+    """The allowed values of the number settings, checked here and shown in the flags' help."""
+
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):
-            raise InputError(f"temperature={self.temperature!r} must be a finite number >= 0.")
-        if not 0 < self.top_p <= 1:
-            raise InputError(f"top_p={self.top_p!r} must lie in (0, 1].")
-        if self.top_k is not None and self.top_k < 1:
-            raise InputError(f"top_k={self.top_k!r} must be >= 1, or None for the server default.")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise InputError(f"max_tokens={self.max_tokens!r} must be >= 1, or None for the server default.")
-        if self.n < 1:
-            raise InputError(f"n={self.n!r} must be >= 1.")
+        check_ranges(self)
         object.__setattr__(self, "stop", tuple(self.stop))
 
 
@@ -105,6 +111,15 @@ class EndpointConfig:
             llama-cpp-python's server takes it).
     """
 
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "timeout_s": POSITIVE_NUMBER,
+        "max_retries": COUNT,
+        "backoff_s": NON_NEGATIVE_NUMBER,
+        "backoff_max_s": NON_NEGATIVE_NUMBER,
+        "max_concurrency": POSITIVE,
+    }
+    """The allowed values of the number settings, checked here and by the endpoint flags."""
+
     base_url: str
     model: str
     api_key_env: str | None = None
@@ -125,14 +140,9 @@ class EndpointConfig:
         check_api_key_env(self.api_key_env)
         if not self.model:
             raise InputError("model must name the served model (the name given to vllm serve --served-model-name).")
-        if not self.timeout_s > 0:
-            raise InputError(f"timeout_s={self.timeout_s!r} must be > 0.")
-        if self.max_retries < 0:
-            raise InputError(f"max_retries={self.max_retries!r} must be >= 0.")
-        if self.backoff_s < 0 or self.backoff_max_s < self.backoff_s:
-            raise InputError(f"need 0 <= backoff_s ({self.backoff_s}) <= backoff_max_s ({self.backoff_max_s}).")
-        if self.max_concurrency < 1:
-            raise InputError(f"max_concurrency={self.max_concurrency!r} must be >= 1.")
+        check_ranges(self)
+        if self.backoff_max_s < self.backoff_s:
+            raise InputError(f"need backoff_s ({self.backoff_s}) <= backoff_max_s ({self.backoff_max_s}).")
 
 
 @dataclass(frozen=True)
