@@ -24,6 +24,8 @@ from typing import Any
 import docstring_parser
 from transformers import HfArgumentParser
 
+from pearl_verl.ranges import Range
+
 
 def field_docs(cls: type) -> dict[str, str]:
     """``{field: one-line help}`` from the ``Attributes:`` sections of ``cls`` and its bases (nearest wins)."""
@@ -44,6 +46,7 @@ def add_config_flags(
     defaults: Mapping[str, Any] | None = None,
     choices: Mapping[str, Collection[str]] | None = None,
     helps: Mapping[str, str] | None = None,
+    zero_is_null: Collection[str] = (),
 ) -> tuple[str, ...]:
     """Add a flag for each of ``names`` (every field when None), ``--{prefix}{name with dashes}``.
 
@@ -56,6 +59,7 @@ def add_config_flags(
         choices: the allowed values of string fields, shown in ``--help`` and checked by argparse;
             by default the class's own ``CHOICES`` (the table its ``__post_init__`` checks against).
         helps: help texts where the command says more than the docstring.
+        zero_is_null: fields whose flag takes 0 for null (``--judge-top-k 0``: the server's default).
 
     Returns:
         The field names added, for :func:`config_values`.
@@ -90,7 +94,10 @@ def add_config_flags(
                                 default=flag.default, **metadata)
             continue
         flag.metadata = MappingProxyType(metadata)
-        HfArgumentParser._parse_dataclass_field(_Dashed(parser), flag)
+        dashed = _Dashed(parser)
+        HfArgumentParser._parse_dataclass_field(dashed, flag)
+        if allowed is not None:  # checked while parsing, so the error names the flag
+            dashed.added.type = _NullAsZero(allowed) if name in zero_is_null else allowed.flag
     return chosen
 
 
@@ -105,10 +112,22 @@ class _Dashed:
 
     def __init__(self, parser: argparse._ActionsContainer) -> None:
         self._parser = parser
+        self.added: argparse.Action | None = None
 
     def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
         dashed = [name for name in names if "_" not in name] or list(names)
-        return self._parser.add_argument(*dashed, **kwargs)
+        self.added = self._parser.add_argument(*dashed, **kwargs)
+        return self.added
+
+
+class _NullAsZero:
+    """A range's flag type where ``0`` means null, as ``--top-k 0`` leaves the server's default."""
+
+    def __init__(self, allowed: Range) -> None:
+        self.allowed = allowed
+
+    def __call__(self, text: str) -> int | float | None:
+        return 0 if text.strip() == "0" else self.allowed.flag(text)
 
 
 def _help(text: str, default: Any) -> str:

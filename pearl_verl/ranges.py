@@ -55,6 +55,7 @@ class Range:
         low: the smallest allowed value.
         low_open: ``low`` itself is not allowed (``(0, 1]`` for a memory fraction).
         high: the largest allowed value.
+        high_open: ``high`` itself is not allowed (``[0, 1)`` for a share that must leave some rows).
         null_ok: null (None) is allowed and means "not set".
         why: what the bound protects, said after the range in the error.
     """
@@ -63,6 +64,7 @@ class Range:
     low: float = 1
     low_open: bool = False
     high: float = LIMIT
+    high_open: bool = False
     null_ok: bool = False
     why: str = ""
 
@@ -71,7 +73,11 @@ class Range:
         what = "a whole number" if self.kind is int else "a finite number"
         low = f"{self.low:g}" if self.kind is float else f"{int(self.low):,}"
         high = f"{self.high:,g}" if self.kind is float and self.high < 1e6 else f"{int(self.high):,}"
-        bounds = f"greater than {low} and at most {high}" if self.low_open else f"from {low} to {high}"
+        if self.low_open or self.high_open:
+            bounds = (f"greater than {low}" if self.low_open else f"at least {low}") + " and " + \
+                (f"less than {high}" if self.high_open else f"at most {high}")
+        else:
+            bounds = f"from {low} to {high}"
         return f"{what} {bounds}" + (", or null" if self.null_ok else "") + (f" ({self.why})" if self.why else "")
 
     def check(self, key: str, value: Any) -> int | float | None:
@@ -91,7 +97,8 @@ class Range:
         if self.kind is float and not math.isfinite(number):
             raise bad_value(key, value, self.describe())
         above_low = number > self.low if self.low_open else number >= self.low
-        if not (above_low and number <= self.high):
+        below_high = number < self.high if self.high_open else number <= self.high
+        if not (above_low and below_high):
             raise bad_value(key, value, self.describe())
         return number
 
@@ -150,10 +157,11 @@ PORT = Range(int, low=0, high=65535, why="0: any free port")
 
 
 def check_ranges(config: Any, prefix: str = "") -> None:
-    """Each setting named in ``config.RANGES`` holds a value of its range (:meth:`Range.check`).
+    """Each setting named in ``config.RANGES`` holds a value of its range (:meth:`Range.check_json`:
+    a config's fields hold typed values, so text such as ``"8"`` is a mistake, not a number).
 
     Raises:
         InputError: ``{prefix}{name}=VALUE: what is allowed`` for the first that does not.
     """
     for name, allowed in config.RANGES.items():
-        allowed.check(f"{prefix}{name}", getattr(config, name))
+        allowed.check_json(f"{prefix}{name}", getattr(config, name))

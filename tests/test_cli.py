@@ -73,8 +73,11 @@ def test_bad_score_names_the_line(tmp_path, capsys):
 
 
 def test_bad_gamma(capsys):
-    assert main(["advantage", "--gamma", "1.5"]) == 2
-    assert "gamma=1.5 must lie in (0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["advantage", "--gamma", "1.5"])
+    assert exited.value.code == 2
+    assert ("argument --gamma: got 1.5; allowed: a finite number greater than 0 and at most 1 (the per-turn decay "
+            "factor" in capsys.readouterr().err)
 
 
 def test_console_script_is_installed():

@@ -16,8 +16,9 @@ fewer than two valid members gives 0 to all of them (there is nothing to compare
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ import torch
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import Range
 
 AGGREGATIONS = ("advantage", "reward")
 NUM_BINS = 5
@@ -49,6 +51,13 @@ class AdvantageConfig:
         dims: the per-sample reward fields read as dimensions, in order.
         epsilon: added to the group standard deviation.
     """
+
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "gamma": Range(float, low=0, low_open=True, high=1,
+                       why="the per-turn decay factor; paper: 0.98, 1 switches the turn penalty off"),
+        "epsilon": Range(float, low=0, low_open=True, why="added to the group's standard deviation; default 1e-6"),
+    }
+    """The allowed values of the number settings, checked here and by every flag that sets one."""
 
     gamma: float = 0.98
     weights: tuple[float, ...] | None = None
@@ -379,21 +388,17 @@ def _real(value: Any, name: str) -> float:
 
 def _check_scalars(gamma: Any, epsilon: Any, aggregation: str, field_prefix: str = "") -> tuple[float, float]:
     """``(gamma, epsilon)`` as floats, each checked against its range."""
-    given, gamma = gamma, _real(gamma, f"{field_prefix}gamma")
-    if not 0.0 < gamma <= 1.0:  # NaN fails this too
-        raise InputError(
-            f"{field_prefix}gamma={given!r} must lie in (0, 1]: it is the per-turn decay factor "
-            "(paper: 0.98; 1.0 switches the turn penalty off)."
-        )
-    given, epsilon = epsilon, _real(epsilon, f"{field_prefix}epsilon")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise InputError(f"{field_prefix}epsilon={given!r} must be a positive finite number (default 1e-6).")
+    checked = []
+    for name, given in (("gamma", gamma), ("epsilon", epsilon)):
+        key, value = f"{field_prefix}{name}", _real(given, f"{field_prefix}{name}")
+        AdvantageConfig.RANGES[name].check(key, given if type(given) in (int, float) else value)  # shown as given
+        checked.append(value)
     if aggregation not in AGGREGATIONS:
         raise InputError(
             f"{field_prefix}aggregation={aggregation!r} is not one of {list(AGGREGATIONS)}: "
             "'advantage' is PEARL, 'reward' is the mean-reward baseline."
         )
-    return gamma, epsilon
+    return checked[0], checked[1]
 
 
 def _to_tensor(values: Any, device: Any) -> torch.Tensor:

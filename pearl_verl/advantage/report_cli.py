@@ -11,7 +11,8 @@ from pearl_verl.advantage.estimator import AGGREGATIONS, AdvantageConfig
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("advantage", help="PEARL advantages for judged dialogues (JSONL)")
     parser.add_argument("file", nargs="?", help="judged dialogues, one JSON object per line (default: shipped example)")
-    parser.add_argument("--gamma", type=float, default=AdvantageConfig.gamma, help="turn decay in (0, 1] (default 0.98)")
+    parser.add_argument("--gamma", type=AdvantageConfig.RANGES["gamma"].flag, default=AdvantageConfig.gamma,
+                        help=f"turn decay: {AdvantageConfig.RANGES['gamma'].describe()} (default %(default)s)")
     parser.add_argument("--no-discretize", action="store_true", help="keep raw scores (ablation)")
     parser.add_argument("--aggregation", choices=AGGREGATIONS, default=AdvantageConfig.aggregation)
     parser.add_argument("--weights", type=floats, help="comma-separated weights, one per dimension, summing to 1")

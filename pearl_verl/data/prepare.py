@@ -34,10 +34,10 @@ import logging
 import random
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import READERS, SourceItem, load_source
@@ -45,6 +45,7 @@ from pearl_verl.dialogue.answers import answers_match
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import POSITIVE, SEED, Range, check_ranges
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,14 @@ class PrepareConfig:
         drop_unparsed_answers: drop problems whose final answer math-verify cannot read (always reported).
     """
 
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "conditions_per_problem": POSITIVE,
+        "val_fraction": Range(float, low=0, high=1, high_open=True, why="0 puts auto sources in train"),
+        "seed": SEED,
+        "limit": Range(int, null_ok=True, why="null reads every row"),
+    }
+    """The allowed values of the number settings, checked here and by the flags."""
+
     sampler: ConditionSampler = field(default_factory=ConditionSampler)
     conditions_per_problem: int = 1
     val_fraction: float = 0.05
@@ -124,12 +133,7 @@ class PrepareConfig:
     drop_unparsed_answers: bool = False
 
     def __post_init__(self) -> None:
-        if self.conditions_per_problem < 1:
-            raise InputError(f"conditions_per_problem={self.conditions_per_problem} must be >= 1.")
-        if not 0.0 <= self.val_fraction < 1.0:
-            raise InputError(f"val_fraction={self.val_fraction} must lie in [0, 1) (0 puts auto sources in train).")
-        if self.limit is not None and self.limit < 1:
-            raise InputError(f"limit={self.limit} must be >= 1, or unset to read every row.")
+        check_ranges(self)
 
 
 @dataclass

@@ -27,7 +27,8 @@ def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) ->
     )
     add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(_JUDGE_DEFAULTS))
     group.add_argument("--judge-label", help="how tables name the scorer, e.g. 'PEARL-RM' or 'external evaluator X'")
-    add_config_flags(group, JudgeConfig, _JUDGE_FIELDS, prefix="judge-", helps={"top_k": "top-k (paper: 20); 0 leaves the server default"})
+    add_config_flags(group, JudgeConfig, _JUDGE_FIELDS, prefix="judge-", zero_is_null=("top_k",),
+                     helps={"top_k": "top-k (paper: 20); 0 leaves the server default"})
 
 
 def judge_config(args: argparse.Namespace) -> JudgeConfig | None:

@@ -22,6 +22,7 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.llm.types import SamplingConfig
+from pearl_verl.ranges import SEED, SHARE, Range, check_ranges
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
 
 ABILITIES: tuple[str, ...] = ("balanced", *ABILITY_LEVELS, "all")
@@ -48,6 +49,12 @@ class EvalProtocol:
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {"ability": ABILITIES}
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "max_turns": Range(int, why="paper: 20 in evaluation"),
+        **{name: SamplingConfig.RANGES[name] for name in ("temperature", "top_p", "top_k", "max_tokens")},
+        "seed": SEED,
+        "misconception_rate": SHARE,
+    }
 
     max_turns: int = 20
     temperature: float = 1.0
@@ -59,8 +66,7 @@ class EvalProtocol:
     misconception_rate: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1:
-            raise InputError(f"max_turns={self.max_turns} must be >= 1 (paper: 20 in evaluation).")
+        check_ranges(self)
         check_choices(self)
         self.sampling()
         ConditionSampler(misconception_rate=self.misconception_rate)

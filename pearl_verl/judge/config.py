@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pearl_verl.config import build_dataclass
-from pearl_verl.errors import InputError
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.settings import EndpointSettings
 from pearl_verl.llm.types import SamplingConfig
+from pearl_verl.ranges import COUNT, Range
 
 BACKENDS: tuple[str, ...] = ("llm", "offline", "probe", "probe-openings")  # local.probe_judge.PROBES
 """``llm`` is the paper's judge; the others are CPU test doubles (``probe*``: :mod:`pearl_verl.local.probe_judge`)."""
@@ -51,6 +51,12 @@ class JudgeConfig(EndpointSettings):
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
         **EndpointSettings.CHOICES, "backend": BACKENDS, "aggregate": AGGREGATES
     }
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        **EndpointSettings.RANGES,
+        "parse_retries": COUNT,
+        "samples": Range(int, why="1 turns self-consistency off"),
+        "seed": SamplingConfig.RANGES["seed"],
+    }
 
     backend: str = "llm"
     timeout_s: float = 300.0
@@ -63,13 +69,6 @@ class JudgeConfig(EndpointSettings):
     top_k: int | None = 20
     max_tokens: int | None = 4096
     seed: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.parse_retries < 0:
-            raise InputError(f"judge parse_retries={self.parse_retries!r} must be >= 0.")
-        if self.samples < 1:
-            raise InputError(f"judge samples={self.samples!r} must be >= 1 (1 turns self-consistency off).")
-        super().__post_init__()
 
     @property
     def needs_endpoint(self) -> bool:

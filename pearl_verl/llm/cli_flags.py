@@ -3,7 +3,8 @@
 A command adds an endpoint's flags under a prefix (``""`` for its only endpoint, ``judge-`` for
 ``--judge-base-url`` and its siblings) and builds the :class:`EndpointConfig` back from the parsed
 arguments; :class:`EndpointConfig` validates the values, so a bad one is reported the same way
-whichever command took it. Help texts and defaults come from :class:`EndpointConfig`, or from the
+whichever command took it; a number flag is checked while parsing against the field's declared
+range (``EndpointConfig.RANGES``), so its error names the flag. Help texts and defaults come from :class:`EndpointConfig`, or from the
 command's own config class (:func:`defaults_of`) where that has other defaults (the judge's 300 s).
 """
 
@@ -88,9 +89,9 @@ _ARGUMENTS: dict[str, dict[str, Any]] = {
     "base-url": {"metavar": "URL"},
     "model": {"metavar": "NAME"},
     "api-key-env": {"metavar": "VAR", "action": ApiKeyEnvAction},
-    "timeout": {"type": float, "metavar": "SECONDS"},
-    "max-retries": {"type": int, "metavar": "N"},
-    "concurrency": {"type": int, "metavar": "N"},
+    "timeout": {"type": EndpointConfig.RANGES["timeout_s"].flag, "metavar": "SECONDS"},
+    "max-retries": {"type": EndpointConfig.RANGES["max_retries"].flag, "metavar": "N"},
+    "concurrency": {"type": EndpointConfig.RANGES["max_concurrency"].flag, "metavar": "N"},
     "structured-output": {"choices": STRUCTURED_OUTPUTS},
 }
 
@@ -150,7 +151,7 @@ def endpoint_config(args: argparse.Namespace, prefix: str = "", **overrides: Any
         overrides: fields the command sets from its own flags (``max_concurrency=args.concurrency``).
 
     Raises:
-        InputError: from :class:`EndpointConfig`, naming the field of a bad value (``timeout_s=0.0 must be > 0``).
+        InputError: from :class:`EndpointConfig`, naming the field of a bad value the command set itself.
     """
     values = {**endpoint_values(args, prefix), **overrides}
     if not values.get("base_url"):

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.llm.types import STRUCTURED_OUTPUTS, EndpointConfig, SamplingConfig, check_api_key_env
+from pearl_verl.ranges import Range, check_ranges
 
 SAMPLING_FIELDS: tuple[str, ...] = ("temperature", "top_p", "top_k", "max_tokens")
 """The sampling keys of :class:`EndpointSettings` (the rest name and reach the endpoint)."""
@@ -46,6 +47,12 @@ class EndpointSettings:
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {"structured_output": STRUCTURED_OUTPUTS}
     """The allowed values of the string keys (None is allowed where a key's default is None); the
     command-line flags offer the same (:func:`pearl_verl.config_flags.add_config_flags`)."""
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        **{name: EndpointConfig.RANGES[name] for name in ("timeout_s", "max_retries", "max_concurrency")},
+        **{name: SamplingConfig.RANGES[name] for name in SAMPLING_FIELDS},
+    }
+    """The allowed values of the number keys: the endpoint's and the sampling's own, checked first
+    (naming the key under :attr:`SECTION`) and shown in the flags' help."""
 
     base_url: str | None = None
     model: str | None = None
@@ -60,6 +67,7 @@ class EndpointSettings:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        check_ranges(self, prefix=f"{self.SECTION}.")
         check_choices(self, prefix=f"{self.SECTION}.", none_ok=True)
         check_api_key_env(self.api_key_env)
         if self.needs_endpoint:

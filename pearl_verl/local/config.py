@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.ranges import Range, check_ranges
@@ -99,7 +100,7 @@ class LocalTrainConfig:
         **dict.fromkeys(("eval_problems", "cold_start_steps", "seed"), Range(int, low=0)),
         **dict.fromkeys(("lr", "cold_start_lr"), Range(float, low=0, low_open=True, high=1, null_ok=True)),
         "temperature": Range(float, low=0, low_open=True, high=10),
-        "gamma": Range(float, low=0, low_open=True, high=1, why="the per-turn decay factor; 1 switches it off"),
+        "gamma": AdvantageConfig.RANGES["gamma"],
     }
     """The allowed values of the number settings (``--help`` shows them; ``__post_init__`` checks them)."""
 

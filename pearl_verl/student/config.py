@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pearl_verl.errors import InputError
 from pearl_verl.llm.settings import EndpointSettings
 from pearl_verl.llm.types import SamplingConfig
+from pearl_verl.ranges import POSITIVE, Range
 
 SIMULATORS: tuple[str, ...] = ("pearl", "mathdial", "socraticlm")
 BACKENDS: tuple[str, ...] = ("offline", "llm")
@@ -57,6 +57,12 @@ class StudentConfig(EndpointSettings):
         "on_parse_failure": PARSE_FAILURE_POLICIES,
         "decomposer": DECOMPOSERS,
     }
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        **EndpointSettings.RANGES,
+        "planner_max_tokens": POSITIVE,
+        "parse_attempts": Range(int, why="1: no retry after a bad reply"),
+        "max_message_chars": Range(int, low=20),
+    }
 
     simulator: str = "pearl"
     backend: str = "offline"
@@ -73,13 +79,6 @@ class StudentConfig(EndpointSettings):
     strict_prerequisites: bool = True
     allow_leaving: bool = True
     max_message_chars: int = 600
-
-    def __post_init__(self) -> None:
-        if self.parse_attempts < 1:
-            raise InputError(f"parse_attempts={self.parse_attempts} must be >= 1 (1 = no retry after a bad reply).")
-        if self.max_message_chars < 20:
-            raise InputError(f"max_message_chars={self.max_message_chars} must be >= 20.")
-        super().__post_init__()
 
     @property
     def needs_endpoint(self) -> bool:

@@ -179,9 +179,9 @@ def test_source_spec_errors(text, match):
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="val_fraction=1.0 must lie in"):
+    with pytest.raises(ValueError, match=r"val_fraction=1.0: a finite number at least 0 and less than 1 \(0 puts auto sources in train\)"):
         PrepareConfig(val_fraction=1.0)
-    with pytest.raises(ValueError, match="conditions_per_problem=0 must be >= 1"):
+    with pytest.raises(ValueError, match="conditions_per_problem=0: a whole number from 1 to"):
         PrepareConfig(conditions_per_problem=0)
 
 

@@ -131,7 +131,7 @@ def test_api_key_comes_from_the_named_environment_variable(monkeypatch):
     [
         ({"base_url": "127.0.0.1:8000"}, "must start with http"),
         ({"model": ""}, "model must name"),
-        ({"timeout_s": 0}, "timeout_s=0 must be > 0"),
+        ({"timeout_s": 0}, "timeout_s=0: a finite number greater than 0"),
         ({"max_retries": -1}, "max_retries=-1"),
         ({"max_concurrency": 0}, "max_concurrency=0"),
     ],

@@ -13,27 +13,42 @@ from pearl_verl.ranges import Range
 
 POSITIVE_FRACTION = "a finite number greater than 0 and at most 1"
 BAD = [
-    ("--lr", "-1", f"lr=-1.0: {POSITIVE_FRACTION}, or null"),
-    ("--lr", "nan", f"lr=nan: {POSITIVE_FRACTION}, or null"),
-    ("--cold-start-lr", "inf", f"cold_start_lr=inf: {POSITIVE_FRACTION}, or null"),
-    ("--cold-start-steps", "-1", "cold_start_steps=-1: a whole number from 0 to"),
-    ("--temperature", "-1", "temperature=-1.0: a finite number greater than 0 and at most 10"),
-    ("--temperature", "0", "temperature=0.0: a finite number greater than 0 and at most 10"),
-    ("--response-length", "-1", "response_length=-1: a whole number from 1 to"),
-    ("--eval-problems", "-3", "eval_problems=-3: a whole number from 0 to"),
-    ("--cold-start-dialogues", "0", "cold_start_dialogues=0: a whole number from 1 to"),
-    ("--gamma", "1.5", f"gamma=1.5: {POSITIVE_FRACTION} (the per-turn decay factor"),
-    ("--group-size", "1", "group_size=1: a whole number from 2 to 1,000,000,000 (advantages compare dialogues"),
+    ("--lr", "-1", f"{POSITIVE_FRACTION}, or null"),
+    ("--lr", "nan", f"{POSITIVE_FRACTION}, or null"),
+    ("--cold-start-lr", "inf", f"{POSITIVE_FRACTION}, or null"),
+    ("--cold-start-steps", "-1", "a whole number from 0 to"),
+    ("--temperature", "-1", "a finite number greater than 0 and at most 10"),
+    ("--temperature", "0", "a finite number greater than 0 and at most 10"),
+    ("--response-length", "-1", "a whole number from 1 to"),
+    ("--eval-problems", "-3", "a whole number from 0 to"),
+    ("--cold-start-dialogues", "0", "a whole number from 1 to"),
+    ("--gamma", "1.5", f"{POSITIVE_FRACTION} (the per-turn decay factor"),
+    ("--group-size", "1", "a whole number from 2 to 1,000,000,000 (advantages compare dialogues"),
+    ("--micro-batch", "0", "a whole number from 1 to 1,000,000,000, or null"),
 ]
 
 
-@pytest.mark.parametrize(("flag", "value", "message"), BAD)
-def test_a_value_out_of_range_is_one_error_line_before_any_work(tmp_path, capsys, flag, value, message):
+@pytest.mark.parametrize(("flag", "value", "allowed"), BAD)
+def test_a_value_out_of_range_is_one_error_line_naming_the_flag_before_any_work(tmp_path, capsys, flag, value,
+                                                                               allowed):
     out = tmp_path / "run"
-    assert cli.main(["train-local", "--out-dir", str(out), flag, value]) == 2
-    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert len(err) == 1 and err[0].startswith(f"error: {message}"), err
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["train-local", "--out-dir", str(out), flag, value])
+    assert exited.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and f"error: argument {flag}: got {value}; allowed: {allowed}" in errors[0], errors
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("lr", -1.0, f"lr=-1.0: {POSITIVE_FRACTION}, or null"),
+    ("gamma", float("nan"), f"gamma=nan: {POSITIVE_FRACTION}"),
+    ("group_size", 1, "group_size=1: a whole number from 2 to"),
+    ("steps", "20", 'steps="20": a whole number from 1 to'),
+])
+def test_the_same_ranges_hold_for_a_config_built_in_python(field, value, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        LocalTrainConfig(**{field: value})
 
 
 def test_an_out_dir_that_is_a_file_is_refused(tmp_path, capsys):
@@ -65,3 +80,10 @@ def test_a_range_admits_only_finite_numbers(value):
 def test_a_config_built_in_code_is_checked_the_same_way():
     with pytest.raises(InputError, match=r"steps=0: a whole number from 1 to"):
         LocalTrainConfig(steps=0)
+
+
+def test_a_range_may_leave_out_its_upper_end():
+    share = Range(float, low=0, high=1, high_open=True)
+    assert share.check("val_fraction", 0.999) == 0.999 and share.check("val_fraction", 0) == 0
+    with pytest.raises(InputError, match=r"^val_fraction=1.0: a finite number at least 0 and less than 1$"):
+        share.check("val_fraction", 1.0)

@@ -57,7 +57,7 @@ def test_config_defaults_follow_the_paper():
         ({"backend": "llm"}, "need an endpoint, but base_url=None"),
         ({"simulator": "mathdial"}, "need an endpoint"),
         ({"decomposer": "llm"}, "need an endpoint"),
-        ({"parse_attempts": 0}, "parse_attempts=0 must be >= 1"),
+        ({"parse_attempts": 0}, "parse_attempts=0: a whole number from 1 to 1,000,000,000 \\(1: no retry"),
         ({"temperature": -1.0}, "temperature=-1.0"),
         ({"backend": "llm", "base_url": "host:8000", "model": "m"}, "must start with http"),
         ({"on_parse_failure": "ignore"}, "on_parse_failure='ignore'"),
