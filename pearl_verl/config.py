@@ -11,11 +11,12 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.failure_guard import FailureGuardConfig
 from pearl_verl.errors import InputError
+from pearl_verl.ranges import POSITIVE_OR_NULL, Range, check_ranges
 from pearl_verl.student.config import StudentConfig
 
 T = TypeVar("T")
@@ -35,15 +36,17 @@ class AgentConfig:
             spending that ends the episode as incomplete (``token_budget``).
     """
 
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "max_tutor_turns": Range(int, why="paper: 15 in training"),
+        "max_tokens_per_turn": POSITIVE_OR_NULL,
+    }
+
     max_tutor_turns: int = 15
     include_reference: bool = True
     max_tokens_per_turn: int | None = None
 
     def __post_init__(self) -> None:
-        if self.max_tutor_turns < 1:
-            raise InputError(f"pearl.agent.max_tutor_turns={self.max_tutor_turns} must be >= 1 (paper: 15).")
-        if self.max_tokens_per_turn is not None and self.max_tokens_per_turn < 1:
-            raise InputError(f"pearl.agent.max_tokens_per_turn={self.max_tokens_per_turn} must be >= 1 or null.")
+        check_ranges(self, prefix="pearl.agent.")
 
 
 @dataclass(frozen=True)

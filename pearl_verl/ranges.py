@@ -150,6 +150,8 @@ POSITIVE_NUMBER = Range(float, low=0, low_open=True)
 NON_NEGATIVE_NUMBER = Range(float, low=0)
 SHARE = Range(float, low=0, high=1)
 """A share of the rows or problems (a validation fraction, a misconception rate): 0 to 1."""
+VAL_FRACTION = Range(float, low=0, high=1, high_open=True, why="0: no validation split")
+"""The share of rows or problems held out for validation: some must be left to train on."""
 SEED = Range(int, low=0, high=2**32 - 1)
 """A random seed (numpy's range)."""
 PORT = Range(int, low=0, high=65535, why="0: any free port")

@@ -89,6 +89,21 @@ def test_gen_sft_names_a_file_that_is_not_parquet(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith(f"error: {path}: is not a readable parquet file")
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    ("gen-sft {P} -o {O}/gen --val-fraction 1", "argument --val-fraction: got 1; allowed: a finite number at least 0 "
+     "and less than 1 (0: no validation split)"),
+    ("simulate {P} --concurrency 0", "argument --concurrency: got 0; allowed: a whole number from 1 to"),
+    ("eval-mtb --out {O}/mtb --concurrency -2", "argument --concurrency: got -2; allowed: a whole number from 1 to"),
+])
+def test_a_number_flag_is_refused_while_parsing_by_its_declared_range(tmp_path, capsys, argv, message):
+    argv = argv.format(P=tmp_path / "rows.parquet", O=tmp_path).split()
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert exited.value.code == 2 and len(errors) == 1 and message in errors[0], errors
+    assert not list(tmp_path.iterdir())  # nothing was read or written
+
+
 def test_verbose_adds_the_traceback(tmp_path, capsys):
     path, _ = _bad_input(tmp_path, "not-json")
     assert cli.main(["-v", "simulate", str(path)]) == 2

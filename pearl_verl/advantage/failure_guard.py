@@ -10,12 +10,12 @@ names what failed, from the ``pearl/failure/<cause>_rate`` metrics of :func:`fai
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from pearl_verl.errors import InputError
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
+from pearl_verl.ranges import Range, check_ranges
 
 FAILURE_RATE_KEY = "pearl/judge/failure_rate"
 
@@ -71,16 +71,16 @@ class FailureGuardConfig:
         patience: consecutive failing steps that stop the run; 0 disables the guard.
     """
 
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "max_failure_rate": Range(float, low=0, high=1, high_open=True, why="at 1 it could never trip"),
+        "patience": Range(int, low=0, why="0 disables the guard"),
+    }
+
     max_failure_rate: float = 0.5
     patience: int = 3
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.max_failure_rate < 1.0:
-            raise InputError(
-                f"pearl.failure_guard.max_failure_rate={self.max_failure_rate} must be in [0, 1): at 1 it could never trip."
-            )
-        if self.patience < 0:
-            raise InputError(f"pearl.failure_guard.patience={self.patience} must be >= 0 (0 disables the guard).")
+        check_ranges(self, prefix="pearl.failure_guard.")
 
 
 class TrainingStalled(RuntimeError):

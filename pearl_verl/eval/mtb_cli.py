@@ -91,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise InputError(f"unknown task(s) {unknown}; tasks: {list(TASKS)}.")
-    if args.concurrency < 1:
-        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     examples = [e for t in tasks for e in build_examples(t, data_dir(args.data_dir), args.limit)]
     backend, model_name = _backend(args)
     rm = None

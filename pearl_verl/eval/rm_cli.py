@@ -140,8 +140,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     from pearl_verl.eval.stats import Estimate
     from pearl_verl.jsonl import drop_cut_tail
 
-    if args.concurrency < 1:
-        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     pairs = read_pairs(args.pairs)
     scorer = build_scorer(args)
     output = args.out / "rm_scores.jsonl"

@@ -75,8 +75,6 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.eval.stats import Estimate
     from pearl_verl.student.types import ABILITY_LEVELS
 
-    if args.concurrency < 1:
-        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     dialogues = [d for path in args.dialogues for d in read_dialogues(path, args.name)]
     keys = [d.key for d in dialogues]
     if len(set(keys)) != len(keys):

@@ -44,8 +44,6 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.base_url) != bool(args.model):
         raise InputError("--base-url and --model go together (both for the LLM extractor, neither for the rules).")
-    if args.concurrency < 1:
-        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     curriculum = load_curriculum(args.curriculum)
     backend = None
     endpoint = endpoint_config(args)

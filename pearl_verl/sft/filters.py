@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import sympy
 
@@ -54,6 +54,7 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import COMPLETED_KEY, JUDGE_OK_KEY
 from pearl_verl.errors import InputError
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, reward_score
+from pearl_verl.ranges import POSITIVE, Range, check_ranges
 from pearl_verl.student.reading import same_answer, stated_answer
 
 DROP_REASONS: tuple[str, ...] = (
@@ -86,6 +87,12 @@ class FilterConfig:
             (>= 1; 0 turns balancing off).
     """
 
+    RANGES: ClassVar[Mapping[str, Range]] = {
+        "min_tutor_turns": POSITIVE,
+        "attempts_before_answer": Range(int, low=0, why="0: no leak filter"),
+        "judge_min_score": Range(float, low=0, high=1, why="judge scores are in [0, 1]"),
+    }
+
     min_tutor_turns: int = 2
     attempts_before_answer: int = 1
     judge_min_score: float = 0.0
@@ -93,12 +100,7 @@ class FilterConfig:
     turn_balance: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.min_tutor_turns < 1:
-            raise InputError(f"min_tutor_turns={self.min_tutor_turns} must be >= 1.")
-        if self.attempts_before_answer < 0:
-            raise InputError(f"attempts_before_answer={self.attempts_before_answer} must be >= 0 (0 = no leak filter).")
-        if not 0.0 <= self.judge_min_score <= 1.0:
-            raise InputError(f"judge_min_score={self.judge_min_score} must lie in [0, 1] (judge scores are in [0, 1]).")
+        check_ranges(self)
         if self.turn_balance != 0 and self.turn_balance < 1:
             raise InputError(
                 f"turn_balance={self.turn_balance} must be 0 (off) or >= 1 (a cap below the mean would drop "

@@ -27,7 +27,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
-from pearl_verl.ranges import POSITIVE, SHARE
+from pearl_verl.ranges import POSITIVE, VAL_FRACTION
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
 
@@ -104,7 +104,7 @@ def _filter_args(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--keep-duplicates", action="store_true", help="keep repeated dialogues")
     group.add_argument("--tokenizer", help="the SFT model's tokenizer folder, for the length filter")
     group.add_argument("--max-length", type=POSITIVE.flag, help="drop chats longer than this many tokens (= data.max_length)")
-    group.add_argument("--val-fraction", type=SHARE.flag, default=0.02, help="share of problems for validation")
+    group.add_argument("--val-fraction", type=VAL_FRACTION.flag, default=0.02, help="share of problems for validation")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _filter_config(args: argparse.Namespace) -> FilterConfig:
     """The filter settings, after the flag checks that span several flags."""
-    if not 0.0 <= args.val_fraction < 1.0:
-        raise InputError(f"--val-fraction {args.val_fraction} must lie in [0, 1).")
     if bool(args.tokenizer) != bool(args.max_length):
         raise InputError("--tokenizer and --max-length go together (the length filter needs both).")
     return FilterConfig(**config_values(args, _FILTER_FIELDS), dedup=not args.keep_duplicates)

@@ -92,8 +92,6 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.student.simulate import make_jobs, run_jobs, turn_rows
     from pearl_verl.student.turn_output import RESUME_SETTINGS, TurnOutput
 
-    if args.concurrency < 1:
-        raise InputError(f"--concurrency {args.concurrency} must be >= 1.")
     config = StudentConfig(
         **config_values(args, ("simulator", "backend", "planner", "cache_dir")),
         **endpoint_values(args),

@@ -47,9 +47,9 @@ def test_settings_live_under_the_root_pearl_section_and_are_checked():
     assert load_pearl_config({"failure_guard": {"patience": 5}}).failure_guard.patience == 5
     with pytest.raises(ValueError, match=r"Did you mean pearl\.failure_guard\.patience\?"):
         load_pearl_config({"failure_guard": {"patiense": 5}})
-    with pytest.raises(ValueError, match=r"max_failure_rate=1.0 must be in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"pearl\.failure_guard\.max_failure_rate=1.0: a finite number at least 0 and less than 1 \(at 1 it could never trip\)"):
         FailureGuardConfig(max_failure_rate=1.0)
-    with pytest.raises(ValueError, match=r"patience=-1 must be >= 0"):
+    with pytest.raises(ValueError, match=r"pearl\.failure_guard\.patience=-1: a whole number from 0 to 1,000,000,000 \(0 disables the guard\)"):
         FailureGuardConfig(patience=-1)
 
 

@@ -135,9 +135,9 @@ def test_turn_balance_caps_each_length_stably():
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"min_tutor_turns": 0}, "min_tutor_turns=0 must be >= 1"),
-    ({"attempts_before_answer": -1}, "must be >= 0"),
-    ({"judge_min_score": 1.5}, "judge_min_score=1.5 must lie in"),
+    ({"min_tutor_turns": 0}, "min_tutor_turns=0: a whole number from 1 to"),
+    ({"attempts_before_answer": -1}, r"attempts_before_answer=-1: a whole number from 0 to 1,000,000,000 \(0: no leak filter\)"),
+    ({"judge_min_score": 1.5}, r"judge_min_score=1.5: a finite number from 0 to 1 \(judge scores are in \[0, 1\]\)"),
     ({"turn_balance": 0.5}, "turn_balance=0.5 must be 0"),
 ])
 def test_config_validation(kwargs, match):
