@@ -85,7 +85,11 @@ def run_judge(args: argparse.Namespace) -> int:
     if progress is not None:
         progress.close()
     _report(summary, args.output)
-    ignored = getattr(getattr(judge, "stats", None), "samples_ignored", 0)
+    stats = getattr(judge, "stats", None)
+    if getattr(stats, "n_ignored", False):
+        print(f"note: the endpoint ignores n (one sample per request), so the {config.samples} samples of each "
+              "dialogue were asked for one request each (samples_per_request=false does this from the start)")
+    ignored = getattr(stats, "samples_ignored", 0)
     if ignored:
         print(f"note: the endpoint returned {ignored} samples beyond those asked for (n); they were ignored")
     if args.backend == "offline":

@@ -48,6 +48,8 @@ class JudgeStats:
         samples_requested: completions asked for (parse retries, refills and self-consistency included).
         samples_received: completions that came back, extras included.
         samples_ignored: completions beyond those asked for (a server ignoring ``n``), dropped.
+        n_ignored: the endpoint answered a request for several samples (``n``) with one; from then
+            on this judge asks for each sample in its own request.
         samples_parsed: completions that satisfied the output contract.
         parse_failures: unparsable completions by :data:`pearl_verl.judge.parser.PARSE_FAILURES` reason.
         failure_reasons: failed judgements by final reason (``llm_<reason>``, ``parse_<reason>``,
@@ -59,6 +61,7 @@ class JudgeStats:
     samples_requested: int = 0
     samples_received: int = 0
     samples_ignored: int = 0
+    n_ignored: bool = False
     samples_parsed: int = 0
     parse_failures: dict[str, int] = field(default_factory=dict)
     failure_reasons: dict[str, int] = field(default_factory=dict)
@@ -226,11 +229,24 @@ class LLMJudge:
             LLMCallError: when no sample came back.
         """
         offset = round_ * self.samples  # a set seed moves on per round, so a refill is a new draw
-        if self.samples_per_request:
-            result = await self.backend.chat(messages, self._seeded(offset, count))
-            reasons = result.finish_reasons or (None,) * len(result.texts)
-            return self._keep(list(zip(result.texts, reasons, strict=False)), count)
-        return await self._draw_apart(messages, offset, count)
+        if not self.samples_per_request or self.stats.n_ignored:
+            return await self._draw_apart(messages, offset, count)
+        result = await self.backend.chat(messages, self._seeded(offset, count))
+        reasons = result.finish_reasons or (None,) * len(result.texts)
+        completions = self._keep(list(zip(result.texts, reasons, strict=False)), count)
+        if count > 1 and len(result.texts) == 1:  # llama-cpp-python's server, for one, ignores n
+            self._switch_to_separate_requests(count)
+            try:
+                completions += await self._draw_apart(messages, offset + 1, count - 1)
+            except LLMCallError as exc:  # the set stays short; the next round asks for the rest
+                logger.debug("judge: the separate requests for the rest of a set failed: %s", exc)
+        return completions
+
+    def _switch_to_separate_requests(self, asked: int) -> None:
+        if not self.stats.n_ignored:
+            self.stats.n_ignored = True
+            logger.warning("the judge endpoint ignores n (1 sample for n=%d); asking for each sample in its own "
+                           "request from now on", asked)
 
     async def _draw_apart(self, messages: list[Message], offset: int, count: int) -> list[tuple[str, str | None]]:
         """``count`` samples as separate requests; one that failed for good is just missing."""

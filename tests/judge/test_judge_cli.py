@@ -207,10 +207,10 @@ def test_a_run_whose_judgements_all_failed_exits_1_fresh_or_resumed(tmp_path, ma
 def test_a_short_self_consistency_set_is_flagged_in_the_output(tmp_path, make_episode, make_output, capsys):
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_dialogues(source, [make_episode(["Student 0", "What is 3 times 4?", "12", "Good.", "10", "Yes!"])])
-    with LocalChatServer(lambda body: Reply(texts=(make_output(),))) as server:  # one choice whatever n says
+    with LocalChatServer(lambda body: Reply(texts=(make_output(), make_output()))) as server:  # 2, whatever n says
         assert _main(*_llm_args(source, out, server, "--samples", "3", "--parse-retries", "0")) == 1
     (row,) = _rows(out)
-    assert (row["judge_ok"], row["attempts"]) == (0, 1) and "1 of 3 samples" in row["error"]
+    assert (row["judge_ok"], row["attempts"]) == (0, 2) and "2 of 3 samples" in row["error"]
 
 
 @pytest.mark.parametrize("content", ["", "\n  \n"])
@@ -230,3 +230,15 @@ def test_a_damaged_line_inside_the_results_is_a_located_error(tmp_path, make_epi
     out.write_text("\n".join([lines[0], lines[1][:30], lines[2]]) + "\n")  # not a kill: a kill cuts only the end
     with pytest.raises(InputError, match=r"out.jsonl:2: not valid JSON"):
         asyncio.run(judge_file(HeuristicJudge(), source, out))
+
+
+def test_a_server_that_ignores_n_still_gives_every_sample_and_is_named(tmp_path, make_episode, make_output, capsys):
+    episodes = [make_episode([f"Student {i}", "What is 3 times 4?", "12", "Good.", "10", "Yes!"]) for i in range(2)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+    with LocalChatServer(lambda body: Reply(texts=(make_output(),))) as server:  # one choice, whatever n asks for
+        assert _main(*_llm_args(source, out, server, "--samples", "3", "--concurrency", "1")) == 0
+    assert [body["n"] for body in server.requests] == [3, 1, 1, 1, 1, 1]
+    assert all(row["judge_ok"] == 1 and row["attempts"] == 3 for row in _rows(out))
+    printed = capsys.readouterr().out
+    assert printed.count("note: the endpoint ignores n") == 1 and "3 samples of each dialogue" in printed

@@ -174,23 +174,38 @@ def _leak_score(result):
     return next(c.score for c in result.criteria if c.criterion == "final_answer")
 
 
-def test_a_server_short_of_samples_is_asked_for_the_missing_ones(episode, make_output):
-    """n=3 answered with one choice per request: the judge asks for 2, then 1, and averages all 3."""
-    leaks = iter([0, 2, 2])
+def test_a_server_that_ignores_n_is_asked_for_each_sample_apart(episode, make_output, caplog):
+    """n=3 answered with one choice (llama-cpp-python's server ignores n): the other two samples go out as
+    separate requests at once, later dialogues start that way, and the switch is said once."""
+    leaks = iter([0, 2, 2, 1, 1, 1])
     with LocalChatServer(lambda body: Reply(texts=(make_output({"leak.final_answer": next(leaks)}),))) as server:
         judge = _server_judge(server, samples=3, parse_retries=2)
+        first, second = _judge(episode, judge), _judge(episode, judge)
+    assert [body["n"] for body in server.requests] == [3, 1, 1, 1, 1, 1]
+    assert first.ok and first.attempts == 3 and _leak_score(first) == pytest.approx(2 / 3)
+    assert second.ok and second.attempts == 3 and _leak_score(second) == pytest.approx(1 / 2)
+    assert judge.stats.n_ignored and (judge.stats.samples_requested, judge.stats.samples_received) == (6, 6)
+    assert sum("ignores n" in record.getMessage() for record in caplog.records) == 1
+
+
+def test_a_server_short_of_samples_is_asked_for_the_missing_ones(episode, make_output):
+    """Two choices for n=3: the judge asks for the third in the next round and averages all 3."""
+    leaks = iter([0, 2, 2])
+    with LocalChatServer(lambda body: Reply(texts=tuple(make_output({"leak.final_answer": next(leaks)})
+                                                        for _ in range(min(body["n"], 2))))) as server:
+        judge = _server_judge(server, samples=3, parse_retries=2)
         result = _judge(episode, judge)
-    assert [body["n"] for body in server.requests] == [3, 2, 1]
+    assert [body["n"] for body in server.requests] == [3, 1]
     assert result.ok and result.attempts == 3 and _leak_score(result) == pytest.approx(2 / 3)
-    assert (judge.stats.samples_requested, judge.stats.samples_received) == (6, 3)
+    assert (judge.stats.samples_requested, judge.stats.samples_received, judge.stats.n_ignored) == (4, 3, False)
 
 
 def test_a_server_still_short_of_samples_flags_the_judgement(episode, make_output):
     """Fewer samples than asked after the retry budget: flagged, never an average of fewer."""
-    with LocalChatServer(lambda body: Reply(texts=(make_output(),))) as server:
-        judge = _server_judge(server, samples=3, parse_retries=1)
+    with LocalChatServer(lambda body: Reply(texts=(make_output(), make_output()))) as server:
+        judge = _server_judge(server, samples=3, parse_retries=0)
         result = _judge(episode, judge)
-    assert [body["n"] for body in server.requests] == [3, 2]
+    assert [body["n"] for body in server.requests] == [3]
     assert not result.ok and result.dims is None and result.attempts == 2
     assert "2 of 3 samples" in result.error and judge.stats.failure_reasons == {"samples_short": 1}
 
