@@ -162,7 +162,7 @@ def test_flags_follow_the_prefix_and_the_command_defaults(capsys):
     assert build("--judge-structured-output", "json_schema") is None  # no base URL: the command's offline path
     endpoint = build("--judge-base-url", URL, "--judge-model", "j")
     assert (endpoint.timeout_s, endpoint.max_retries, endpoint.max_concurrency) == (300.0, 3, 64)
-    assert endpoint.structured_output == "none"
+    assert endpoint.structured_output == "auto"
     with pytest.raises(SystemExit):
         build("--judge-base-url", URL, "--judge-model", "j", "--judge-max-retries", "-1")
     assert "argument --judge-max-retries: got -1; allowed: a whole number from 0 to" in capsys.readouterr().err

@@ -85,6 +85,10 @@ def run_judge(args: argparse.Namespace) -> int:
     if progress is not None:
         progress.close()
     _report(summary, args.output)
+    meter = getattr(getattr(judge, "backend", None), "usage", None)
+    note = meter.structured_output_note() if hasattr(meter, "structured_output_note") else None
+    if note:
+        print(note)
     stats = getattr(judge, "stats", None)
     if getattr(stats, "n_ignored", False):
         print(f"note: the endpoint ignores n (one sample per request), so the {config.samples} samples of each "

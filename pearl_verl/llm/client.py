@@ -8,7 +8,14 @@ about 2x the ideal (BENCHMARKS.md), while this client costs a fraction of that.
 Retries are bounded, counted and visible: timeouts, connection errors (resets, cut bodies), HTTP 429
 and 5xx, and malformed bodies are retried with jittered exponential backoff (honouring Retry-After
 up to a cap); other HTTP errors (400, 401, 404...) are configuration errors and fail at once. A
-semaphore bounds the requests in flight. Each event loop gets its own connection pool and semaphore,
+semaphore bounds the requests in flight.
+
+With ``structured_output="auto"``, a call that carries a JSON Schema tries json_schema, then
+json_object, then none, until the server takes one; the first one taken is kept for the client's
+life. A mode counts as refused on an HTTP 4xx (at once) or when its 5xx answers outlast the retries
+(llama-cpp-python answers json_schema with a 500 every time); timeouts and connection errors are
+no refusal. What was refused, with the server's status and message, is logged, kept in
+``usage.refused_modes`` and repeated in the final error when nothing is taken. Each event loop gets its own connection pool and semaphore,
 since verl's agent-loop workers and tests run several loops in one process.
 """
 
@@ -29,6 +36,7 @@ import aiohttp
 
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import (
+    AUTO_ORDER,
     ChatResult,
     EndpointConfig,
     LLMCallError,
@@ -61,6 +69,28 @@ class _Fatal(Exception):
         self.reason = reason
 
 
+class _Modes:
+    """The structured-output modes one call may still try (first: the current one), and those whose
+    5xx answers outlasted the retries, refused only once a later mode gets through."""
+
+    def __init__(self, modes: Sequence[str]):
+        self.left = list(modes)
+        self.unproven: list[tuple[str, _Transient]] = []
+
+    @property
+    def current(self) -> str:
+        return self.left[0]
+
+    @property
+    def can_move(self) -> bool:
+        return len(self.left) > 1
+
+    def move(self, unproven: _Transient | None = None) -> None:
+        if unproven is not None:
+            self.unproven.append((self.left[0], unproven))
+        self.left.pop(0)
+
+
 class OpenAIChatClient:
     """Async chat client with bounded retries, a concurrency limit and usage counters.
 
@@ -77,6 +107,8 @@ class OpenAIChatClient:
         self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Authorization": f"Bearer {_api_key(endpoint.api_key_env)}", "Content-Type": "application/json"}
         self._rng = random.Random(seed)
+        self._mode = None if endpoint.structured_output == "auto" else endpoint.structured_output
+        self.usage.structured_output = self._mode
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, ...]]
         self._per_loop = weakref.WeakKeyDictionary()
 
@@ -89,28 +121,95 @@ class OpenAIChatClient:
         """
         sampling = sampling or self.sampling
         session, semaphore = await self._for_current_loop()
-        body = json.dumps(self._request(messages, sampling))
+        modes = _Modes(self._modes(sampling))
+        body = json.dumps(self._request(messages, sampling, modes.current))
         start = time.perf_counter()
         failed: list[str] = []
+        in_mode = 0  # failed attempts under the current mode: each mode has its own retry budget
         async with semaphore:
             while True:
                 try:
                     result = await self._attempt(session, body, len(failed) + 1, start)
-                except _Transient as exc:
+                except (_Transient, _Fatal) as exc:
                     failed.append(exc.reason)
-                    if len(failed) > self.endpoint.max_retries:
-                        raise self._fail(f"{exc.reason} after {len(failed)} attempts: {exc}", failed, start) from None
-                    delay = self._backoff(len(failed), exc.retry_after)
-                    logger.debug("retrying %s in %.2fs (attempt %d): %s", self._url, delay, len(failed), exc.reason)
-                    self.usage.backoff_s += delay
-                    await asyncio.sleep(delay)
+                    in_mode += 1
+                    step = self._after_failure(exc, modes, in_mode)
+                    if step == "retry":
+                        assert isinstance(exc, _Transient)
+                        delay = self._backoff(in_mode, exc.retry_after)
+                        logger.debug("retrying %s in %.2fs (attempt %d): %s", self._url, delay, len(failed), exc.reason)
+                        self.usage.backoff_s += delay
+                        await asyncio.sleep(delay)
+                    elif step == "next":
+                        in_mode = 0
+                        body = json.dumps(self._request(messages, sampling, modes.current))
+                    else:
+                        raise self._fail(self._failure(exc, modes, len(failed)), failed, start) from None
                     continue
-                except _Fatal as exc:
-                    failed.append(exc.reason)
-                    raise self._fail(f"{exc.reason} from {self._url}: {exc}", failed, start) from None
+                if sampling.response_schema is not None and self._mode is None:
+                    for mode, refusal in modes.unproven:  # proven now: a later mode got through
+                        self._note_refusal(mode, refusal)
+                    self._take(modes.current)
                 result = dataclasses.replace(result, failed_attempts=tuple(failed))
                 self.usage.record(result, result.attempts, result.latency_s)
                 return result
+
+    def _modes(self, sampling: SamplingConfig) -> tuple[str, ...]:
+        """The structured-output modes this call may try, in order (one unless ``auto`` is undecided)."""
+        if sampling.response_schema is None:
+            return ("none",)
+        if self._mode is not None:
+            return (self._mode,)
+        return tuple(m for m in AUTO_ORDER if m not in self.usage.refused_modes)
+
+    def _after_failure(self, exc: _Transient | _Fatal, modes: _Modes, in_mode: int) -> str:
+        """``retry`` the same request, try the ``next`` mode, or ``fail`` the call.
+
+        A 4xx refuses a mode at once. A 5xx is retried like any transient failure; a mode whose 5xx
+        outlast the retries is refused only if a later mode then gets through (each later mode gets
+        one attempt), since a server that fails everything is failing, not refusing. Once a call
+        has found the mode, calls still in flight switch to it.
+        """
+        if self._mode is not None and modes.can_move:  # another call found the mode meanwhile: follow it
+            moved = modes.current != self._mode
+            modes.left, modes.unproven = [self._mode], []
+            if moved:
+                return "next"
+        if isinstance(exc, _Fatal):
+            if not modes.can_move:
+                return "fail"
+            self._note_refusal(modes.current, exc)
+            modes.move()
+            return "next"
+        if not modes.unproven and in_mode <= self.endpoint.max_retries:
+            return "retry"
+        if modes.can_move and exc.reason.startswith("http_5"):
+            modes.move(unproven=exc)
+            return "next"
+        return "fail"
+
+    def _failure(self, exc: _Transient | _Fatal, modes: _Modes, attempts: int) -> str:
+        """The message of a call that failed for good."""
+        if modes.unproven:  # every mode failed: report the first failure, not the probes'
+            first = modes.unproven[0][1]
+            return (f"{first.reason} after {attempts} attempts: {first} (structured output "
+                    f"{', '.join(m for m, _ in modes.unproven)} and {modes.current} all failed)")
+        refused = "; ".join(f"{mode} ({why})" for mode, why in self.usage.refused_modes.items())
+        refusals = f"; structured output refused before: {refused}" if refused else ""
+        if isinstance(exc, _Fatal):
+            return f"{exc.reason} from {self._url}: {exc}{refusals}"
+        return f"{exc.reason} after {attempts} attempts: {exc}{refusals}"
+
+    def _note_refusal(self, mode: str, exc: Exception) -> None:
+        if mode not in self.usage.refused_modes:
+            reason = getattr(exc, "reason", "error")
+            self.usage.refused_modes[mode] = f"{reason}: {exc}"
+            logger.warning("structured output %s refused by %s (%s: %s)", mode, self._url, reason, exc)
+
+    def _take(self, mode: str) -> None:
+        self._mode = self.usage.structured_output = mode
+        refused = ", ".join(self.usage.refused_modes) or "nothing"
+        logger.info("structured output for %s: %s (refused before: %s)", self._url, mode, refused)
 
     async def aclose(self) -> None:
         """Close this event loop's connection pool (others close with their loops)."""
@@ -134,7 +233,7 @@ class OpenAIChatClient:
             raise _Fatal(f"http_{status}", _excerpt(payload))
         return _to_result(payload, attempts, time.perf_counter() - start)
 
-    def _request(self, messages: Sequence[Message], sampling: SamplingConfig) -> dict[str, Any]:
+    def _request(self, messages: Sequence[Message], sampling: SamplingConfig, mode: str) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.endpoint.model,
             "messages": [dict(m) for m in messages],
@@ -150,8 +249,8 @@ class OpenAIChatClient:
             request["stop"] = list(sampling.stop)
         if sampling.top_k is not None:
             request["top_k"] = sampling.top_k  # vLLM's extension of the OpenAI API
-        if sampling.response_schema is not None and self.endpoint.structured_output != "none":
-            request["response_format"] = _response_format(self.endpoint.structured_output, sampling.response_schema)
+        if sampling.response_schema is not None and mode != "none":
+            request["response_format"] = _response_format(mode, sampling.response_schema)
         return request
 
     async def _for_current_loop(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:

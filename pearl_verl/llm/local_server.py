@@ -31,6 +31,7 @@ class Reply:
         texts: distinct contents per choice (``n`` > 1).
         delay_s: wait before answering (latency, or a timeout when longer than the client's).
         status: HTTP status; non-200 sends an OpenAI-style error body.
+        error_message: that body's message (default ``injected HTTP <status>``).
         headers: extra response headers (e.g. ``{"Retry-After": "0.1"}``).
         raw_body: send this body verbatim instead of a completion (malformed/truncated JSON).
         drop_connection: close the socket without answering.
@@ -41,6 +42,7 @@ class Reply:
     texts: tuple[str, ...] | None = None
     delay_s: float = 0.0
     status: int = 200
+    error_message: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     raw_body: str | None = None
     drop_connection: bool = False
@@ -148,7 +150,8 @@ class LocalChatServer:
                 request.transport.close()
             raise web.HTTPInternalServerError()  # never reaches the closed socket
         if reply.status != 200:
-            error = {"error": {"message": f"injected HTTP {reply.status}", "type": "server_error", "code": reply.status}}
+            message = reply.error_message or f"injected HTTP {reply.status}"
+            error = {"error": {"message": message, "type": "server_error", "code": reply.status}}
             return web.json_response(error, status=reply.status, headers=reply.headers)
         if reply.raw_body is not None:
             return web.Response(text=reply.raw_body, content_type="application/json", headers=reply.headers)

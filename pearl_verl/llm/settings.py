@@ -33,9 +33,10 @@ class EndpointSettings:
         timeout_s: per-HTTP-attempt timeout in seconds.
         max_retries: HTTP retries after the first attempt (timeouts, connection errors, 429, 5xx).
         max_concurrency: requests in flight at once from one client.
-        structured_output: ``none``, ``json_schema`` (vLLM) or ``json_object`` (llama-cpp-python):
-            whether the server is held to the reply's JSON Schema
-            (``EndpointConfig.structured_output``); the strict parsers check every reply anyway.
+        structured_output: ``auto`` (the first of json_schema, json_object, none that the server
+            takes), ``none``, ``json_schema`` (vLLM) or ``json_object`` (llama-cpp-python): whether
+            the server is held to the reply's JSON Schema (``EndpointConfig.structured_output``);
+            the strict parsers check every reply anyway.
         temperature: sampling temperature.
         top_p: nucleus sampling.
         top_k: top-k, sent as vLLM's ``top_k``; None leaves the server default.
@@ -60,7 +61,7 @@ class EndpointSettings:
     timeout_s: float = 120.0
     max_retries: int = 3
     max_concurrency: int = 64
-    structured_output: str = "none"
+    structured_output: str = "auto"
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int | None = None

@@ -14,10 +14,13 @@ Message = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 
-STRUCTURED_OUTPUTS: tuple[str, ...] = ("none", "json_schema", "json_object")
+STRUCTURED_OUTPUTS: tuple[str, ...] = ("auto", "none", "json_schema", "json_object")
+AUTO_ORDER: tuple[str, ...] = ("json_schema", "json_object", "none")
+"""What ``auto`` tries, in order, until the server takes one: the strictest first."""
 STRUCTURED_OUTPUT_HELP = (
-    "how the server is held to the reply's JSON Schema: none (prompt and strict parser only), "
-    "json_schema (OpenAI response_format, as vLLM serves it), json_object (llama-cpp-python's server)"
+    "how the server is held to the reply's JSON Schema: auto (json_schema, else json_object, else none, "
+    "whichever the server takes first), none (prompt and strict parser only), json_schema (OpenAI "
+    "response_format, as vLLM serves it), json_object (llama-cpp-python's server)"
 )
 
 
@@ -105,9 +108,11 @@ class EndpointConfig:
         backoff_max_s: cap of a single retry delay (also caps a server's Retry-After).
         max_concurrency: requests in flight at once from one client.
         structured_output: how the server is asked to keep a reply to the caller's JSON Schema
-            (``SamplingConfig.response_schema``): ``none`` (the prompt and the strict parser alone),
-            ``json_schema`` (OpenAI's ``response_format={"type": "json_schema", ...}``, as vLLM
-            serves it) or ``json_object`` (``{"type": "json_object", "schema": ...}``, as
+            (``SamplingConfig.response_schema``): ``auto`` (each of :data:`AUTO_ORDER` in turn
+            until the server takes one: the client keeps the first it takes, logs which, and
+            reports it as ``usage.structured_output``), ``none`` (the prompt and the strict parser
+            alone), ``json_schema`` (OpenAI's ``response_format={"type": "json_schema", ...}``, as
+            vLLM serves it) or ``json_object`` (``{"type": "json_object", "schema": ...}``, as
             llama-cpp-python's server takes it).
     """
 
@@ -128,7 +133,7 @@ class EndpointConfig:
     backoff_s: float = 0.5
     backoff_max_s: float = 8.0
     max_concurrency: int = 64
-    structured_output: str = "none"
+    structured_output: str = "auto"
 
     def __post_init__(self) -> None:
         if self.structured_output not in STRUCTURED_OUTPUTS:
@@ -214,6 +219,10 @@ class UsageMeter:
     backoff_s: float = 0.0
     """Seconds spent waiting between attempts (backoff or the server's Retry-After), part of ``latency_s``."""
     failure_reasons: dict[str, int] = field(default_factory=dict)
+    structured_output: str | None = None
+    """The structured-output mode in use: the one configured, or the one ``auto`` found (None until then)."""
+    refused_modes: dict[str, str] = field(default_factory=dict)
+    """The modes ``auto`` tried that the server refused, with the refusal (``http_400: ...``)."""
 
     def record(self, result: ChatResult | None, attempts: int, latency_s: float, reason: str | None = None) -> None:
         """Count one finished call (``result`` None when it failed with ``reason``)."""
@@ -228,6 +237,13 @@ class UsageMeter:
             self.prompt_tokens += result.prompt_tokens
             self.completion_tokens += result.completion_tokens
 
+    def structured_output_note(self) -> str | None:
+        """``structured output: MODE (refused: ...)`` for a command's summary; None before any call with a schema."""
+        if self.structured_output is None:
+            return None
+        refused = "; ".join(f"{mode}: {why}" for mode, why in self.refused_modes.items())
+        return f"structured output: {self.structured_output}" + (f" (the server refused {refused})" if refused else "")
+
     def snapshot(self) -> dict[str, Any]:
         """The counters as a plain dict (retries = attempts beyond the first of each call)."""
         return {
@@ -240,4 +256,6 @@ class UsageMeter:
             "latency_s": self.latency_s,
             "backoff_s": self.backoff_s,
             "failure_reasons": dict(self.failure_reasons),
+            "structured_output": self.structured_output,
+            "refused_modes": dict(self.refused_modes),
         }

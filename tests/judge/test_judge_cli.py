@@ -183,8 +183,8 @@ def test_a_run_exits_1_while_its_output_holds_a_failed_judgement(tmp_path, make_
     def respond(body):
         return Reply(status=500) if any(s in body["messages"][1]["content"] for s in down) else make_output()
 
-    with LocalChatServer(respond) as server:
-        assert _main(*_llm_args(source, out, server)) == 1
+    with LocalChatServer(respond) as server:  # one at a time: Student 0's answer settles structured output first
+        assert _main(*_llm_args(source, out, server, "--concurrency", "1")) == 1
         capsys.readouterr()
         assert _main(*_llm_args(source, out, server)) == 1  # resumed: the stored failure still stands
         assert "1 of 2 dialogues" in capsys.readouterr().err and len(server.requests) == 2
@@ -201,7 +201,8 @@ def test_a_run_whose_judgements_all_failed_exits_1_fresh_or_resumed(tmp_path, ma
             assert _main(*_llm_args(source, out, server)) == 1
             err = capsys.readouterr().err
             assert f"every judgement in {out} failed (3 dialogues)" in err and "--retry-failed" in err
-        assert len(server.requests) == 3
+        # No answer ever settled structured output, so each dialogue tried json_schema, json_object and none once.
+        assert len(server.requests) == 3 * 3
 
 
 def test_a_short_self_consistency_set_is_flagged_in_the_output(tmp_path, make_episode, make_output, capsys):
@@ -242,3 +243,20 @@ def test_a_server_that_ignores_n_still_gives_every_sample_and_is_named(tmp_path,
     assert all(row["judge_ok"] == 1 and row["attempts"] == 3 for row in _rows(out))
     printed = capsys.readouterr().out
     assert printed.count("note: the endpoint ignores n") == 1 and "3 samples of each dialogue" in printed
+
+
+def test_the_structured_output_the_server_took_is_said(tmp_path, make_episode, make_output, capsys):
+    episodes = [make_episode([f"Student {i}", "What is 3 times 4?", "12", "Good.", "10", "Yes!"]) for i in range(2)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+
+    def respond(body):  # a server without json_schema, as llama-cpp-python's is
+        if body["response_format"]["type"] == "json_schema":
+            return Reply(status=400, error_message="json_schema is not supported")
+        return make_output()
+
+    with LocalChatServer(respond) as server:
+        assert _main(*_llm_args(source, out, server, "--concurrency", "1")) == 0
+    assert [body["response_format"]["type"] for body in server.requests] == ["json_schema", "json_object", "json_object"]
+    assert ("structured output: json_object (the server refused json_schema: http_400: "
+            in capsys.readouterr().out)

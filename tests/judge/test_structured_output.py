@@ -123,3 +123,110 @@ def test_the_student_planner_sends_its_schema_and_the_realiser_none():
     planner = [r for r in requests if r["messages"][0]["content"].startswith("You plan the next turn")]
     assert planner and all(r["response_format"]["json_schema"]["schema"] == json.loads(PLANNER_SCHEMA) for r in planner)
     assert all("response_format" not in r for r in requests if r not in planner)
+
+
+def _refusing(*refused, status=400):
+    """A server that answers a request whose response_format type is in ``refused`` with ``status``."""
+    from pearl_verl.llm.local_server import Reply
+
+    def respond(body):
+        kind = (body.get("response_format") or {}).get("type", "none")
+        if kind in refused:
+            return Reply(status=status, error_message=f"response_format {kind} is not supported")
+        return '{"a": 1}'
+
+    return respond
+
+
+def _chat_twice(server, **endpoint):
+    client = OpenAIChatClient(EndpointConfig(server.base_url, "m", structured_output="auto", max_retries=1,
+                                             backoff_s=0.0, backoff_max_s=0.0, **endpoint))
+    for _ in range(2):
+        result = asyncio.run(client.chat([{"role": "user", "content": "x"}], SamplingConfig(response_schema=SCHEMA)))
+        assert result.text == '{"a": 1}'
+    return client, [(r.get("response_format") or {}).get("type", "none") for r in server.requests]
+
+
+@pytest.mark.parametrize(("refused", "status", "sent"), [
+    ((), 400, ["json_schema", "json_schema"]),  # vLLM: the strictest, at once
+    (("json_schema",), 400, ["json_schema", "json_object", "json_object"]),
+    (("json_schema",), 500, ["json_schema", "json_schema", "json_object", "json_object"]),  # llama-cpp-python: 500
+    (("json_schema", "json_object"), 422, ["json_schema", "json_object", "none", "none"]),
+])
+def test_auto_keeps_the_first_mode_the_server_takes(refused, status, sent):
+    with LocalChatServer(_refusing(*refused, status=status)) as server:
+        client, kinds = _chat_twice(server)
+    assert kinds == sent  # a 5xx is retried first (it may be passing); a 4xx is a refusal at once
+    usage = client.usage.snapshot()
+    assert usage["structured_output"] == sent[-1] and list(usage["refused_modes"]) == list(refused)
+    assert all(f"http_{status}" in why and "is not supported" in why for why in usage["refused_modes"].values())
+
+
+def test_auto_names_the_refusals_in_the_error_when_no_mode_gets_through():
+    from pearl_verl.llm import LLMCallError
+
+    with LocalChatServer(_refusing("json_schema", "json_object", "none", status=400)) as server:
+        client = OpenAIChatClient(EndpointConfig(server.base_url, "m", structured_output="auto"))
+        with pytest.raises(LLMCallError) as failed:
+            asyncio.run(client.chat([{"role": "user", "content": "x"}], SamplingConfig(response_schema=SCHEMA)))
+    message = str(failed.value)
+    assert message.startswith("http_400 from ") and "response_format none is not supported" in message
+    assert "structured output refused before: json_schema (http_400: " in message and "json_object (http_400: " in message
+
+
+def test_a_timeout_is_no_refusal():
+    from pearl_verl.llm.local_server import Reply
+
+    calls = []
+
+    def respond(body):
+        calls.append(body)
+        return Reply(text='{"a": 1}', delay_s=2.0 if len(calls) == 1 else 0.0)
+
+    with LocalChatServer(respond) as server:
+        client, kinds = _chat_twice(server, timeout_s=0.5)
+    assert kinds == ["json_schema"] * 3 and client.usage.refused_modes == {}
+
+
+def test_a_server_failing_everything_is_failing_not_refusing():
+    """500 to every mode: the call fails with the first failure, and no mode is taken as refused."""
+    from pearl_verl.llm import LLMCallError
+
+    with LocalChatServer(_refusing("json_schema", "json_object", "none", status=500)) as server:
+        client = OpenAIChatClient(EndpointConfig(server.base_url, "m", structured_output="auto", max_retries=1,
+                                                 backoff_s=0.0, backoff_max_s=0.0))
+        for _ in range(2):
+            with pytest.raises(LLMCallError) as failed:
+                asyncio.run(client.chat([{"role": "user", "content": "x"}], SamplingConfig(response_schema=SCHEMA)))
+        kinds = [(r.get("response_format") or {}).get("type", "none") for r in server.requests]
+    assert kinds == ["json_schema", "json_schema", "json_object", "none"] * 2  # the next call starts over
+    assert str(failed.value).startswith("http_500 after 4 attempts: ") and "response_format json_schema" in str(
+        failed.value) and "(structured output json_schema, json_object and none all failed)" in str(failed.value)
+    assert client.usage.refused_modes == {} and client.usage.structured_output is None
+
+
+def test_calls_in_flight_follow_the_mode_another_call_found():
+    """A 500 to json_schema after another call got json_schema through is the server failing, not a refusal:
+    no probing of the other modes."""
+    from pearl_verl.llm import LLMCallError
+    from pearl_verl.llm.local_server import Reply
+
+    async def respond(body):  # the server answers "fast" at once and "slow" two seconds later
+        if body["messages"][0]["content"] == "slow":
+            await asyncio.sleep(2.0)
+            return Reply(status=500, error_message="overloaded")
+        return '{"a": 1}'
+
+    async def both(client):
+        schema = SamplingConfig(response_schema=SCHEMA)
+        return await asyncio.gather(client.chat([{"role": "user", "content": "slow"}], schema),
+                                    client.chat([{"role": "user", "content": "fast"}], schema), return_exceptions=True)
+
+    with LocalChatServer(respond) as server:
+        client = OpenAIChatClient(EndpointConfig(server.base_url, "m", structured_output="auto", max_retries=0))
+        slow, fast = asyncio.run(both(client))
+        kinds = sorted(((r.get("response_format") or {}).get("type", "none"), r["messages"][0]["content"])
+                       for r in server.requests)
+    assert fast.text == '{"a": 1}' and isinstance(slow, LLMCallError) and "overloaded" in str(slow)
+    assert kinds == [("json_schema", "fast"), ("json_schema", "slow")]
+    assert client.usage.structured_output == "json_schema" and client.usage.refused_modes == {}

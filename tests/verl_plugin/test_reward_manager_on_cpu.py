@@ -143,6 +143,7 @@ def test_every_fault_ends_scored_or_flagged_within_the_bound(manager_for):
             parse_retries=PARSE_RETRIES,
             timeout_s=0.5,
             max_concurrency=8,
+            structured_output="json_schema",  # as the recipes set it; "auto" would probe other modes on a 500
         )
         names = [*SCENARIOS, "no_episode"]
         rows = [
