@@ -143,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
     if stats.backend_failures:
         print(f"note: {stats.backend_failures} dialogue(s) ended in a backend failure; --retry-failed runs them again")
     print("wrote " + ", ".join(str(p) for p in [*written, args.out_dir / SUMMARY_NAME]))
+    if summary.dialogues and not summary.kept:  # an empty SFT set trains nothing: not a success
+        reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(summary.dropped.items()) if n) or "none recorded"
+        print(f"error: no dialogue was kept, so the SFT files are empty (dropped: {reasons}); see {SUMMARY_NAME}",
+              file=sys.stderr)
+        return 1
     return 1 if stats.crashed or summary.missing else 0
 
 

@@ -135,7 +135,7 @@ def test_a_judge_added_on_a_rerun_judges_without_regenerating(prepared, run_gen_
     assert run_gen_sft(prepared, "-o", out, "--teacher", "scripted", "--limit", "6", "--no-progress") == 0
     before = _dialogues(out)
     argv = [prepared, "-o", out, "--teacher", "scripted", "--limit", "6", "--judge-backend", "offline"]
-    assert run_gen_sft(*argv, "--judge-min-score", "0.99", "--no-progress") == 0
+    assert run_gen_sft(*argv, "--judge-min-score", "0.99", "--no-progress") == 1  # every dialogue filtered out
     summary = json.loads((out / SUMMARY_NAME).read_text())
     assert summary["run"]["judged_only"] == 6 and summary["run"]["generated"] == 0
     assert _dialogues(out) == before and summary["judge_means"]
@@ -144,14 +144,15 @@ def test_a_judge_added_on_a_rerun_judges_without_regenerating(prepared, run_gen_
     assert summary["dropped"]["judge_low_score"] + summary["dropped"]["judge_incomplete"] > 0
 
 
-def test_the_length_filter_uses_the_trainers_tokenizer(prepared, run_gen_sft, tmp_path):
+def test_the_length_filter_uses_the_trainers_tokenizer(prepared, run_gen_sft, tmp_path, capsys):
     from pearl_verl.local.tiny_models import build_offline_tokenizer
 
     build_offline_tokenizer(tmp_path / "tok")
     argv = [prepared, "-o", tmp_path / "sft", "--teacher", "scripted", "--limit", "6", "--no-progress"]
-    assert run_gen_sft(*argv, "--tokenizer", tmp_path / "tok", "--max-length", "50") == 0
+    assert run_gen_sft(*argv, "--tokenizer", tmp_path / "tok", "--max-length", "50") == 1  # an empty set fails
     summary = json.loads((tmp_path / "sft" / SUMMARY_NAME).read_text())
     assert summary["kept"] == 0 and summary["dropped"]["too_long"] > 0
+    assert "error: no dialogue was kept, so the SFT files are empty (dropped: " in capsys.readouterr().err
 
 
 def test_input_and_argument_errors(prepared, run_gen_sft, tmp_path):
