@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from pearl_verl.eval.protocol import EvalProtocol
 from pearl_verl.llm.cli_flags import EndpointSpecAction
 from pearl_verl.ranges import POSITIVE
 from pearl_verl.student.config import SIMULATORS
+from pearl_verl.student.fallbacks import MAX_FALLBACK_RATE, FallbackRates, add_fallback_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--concurrency", type=POSITIVE.flag, default=16, help="dialogues in flight")
     parser.add_argument("--retry-failed", action="store_true", help="run flagged dialogues again")
     parser.add_argument("--report-only", action="store_true", help="rebuild report and plots from the results")
+    add_fallback_flag(parser)
     add_progress_flag(parser)
     parser.set_defaults(handler=run)
 
@@ -85,9 +88,9 @@ def run(args: argparse.Namespace) -> int:
         manifest = read_manifest(args.out)
         if manifest is None:
             raise InputError(f"{args.out} holds no eval-tutor run (no manifest.json).")
-        return _report(args.out, manifest, print_table=True)
+        return _report(args.out, manifest, print_table=True, max_fallback_rate=args.max_fallback_rate)
     manifest, flagged = _run(args)
-    code = _report(args.out, manifest, print_table=True)
+    code = _report(args.out, manifest, print_table=True, max_fallback_rate=args.max_fallback_rate)
     return code if flagged == 0 else 1
 
 
@@ -157,7 +160,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
     return manifest, summary.flagged
 
 
-def _report(folder: Path, manifest: Any, print_table: bool) -> int:
+def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: float = MAX_FALLBACK_RATE) -> int:
     from pearl_verl.eval.plots import grouped_bars, radar_plot
     from pearl_verl.eval.runner import RESULTS, read_results
     from pearl_verl.eval.tables import DIMENSION_TITLES, build_report
@@ -166,6 +169,10 @@ def _report(folder: Path, manifest: Any, print_table: bool) -> int:
     tutors, simulators = list(manifest.tutors), list(manifest.simulators)
     label = str(manifest.setup["judge"]["label"])
     markdown, summary = build_report(rows, tutors, simulators, label)
+    fallbacks = FallbackRates.of(row["episode"].get("student_trace", ()) for row in rows if row.get("episode"))
+    summary["student_fallbacks"] = fallbacks.to_dict()
+    if fallbacks.line():
+        markdown += f"\n\n{fallbacks.line()}."
     (folder / "report.md").write_text(markdown + "\n", encoding="utf-8")
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     groups = summary["groups"]
@@ -195,4 +202,8 @@ def _report(folder: Path, manifest: Any, print_table: bool) -> int:
             f"wrote {folder / 'report.md'}, {folder / 'summary.json'}"
             + (f", {folder / 'radar.png'}, {folder / 'bars.png'}" if groups else " (no judged dialogue: no plots)")
         )
+    verdict = fallbacks.verdict(max_fallback_rate, flag="--student-structured-output")
+    if verdict is not None:
+        print(verdict, file=sys.stderr)
+        return 1
     return 0

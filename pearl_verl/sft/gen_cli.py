@@ -30,6 +30,7 @@ from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
 from pearl_verl.ranges import POSITIVE, VAL_FRACTION
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
 
 TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
 JUDGES: tuple[str, ...] = ("none", "offline", "llm")
@@ -91,6 +92,7 @@ def _student_args(group: argparse._ArgumentGroup) -> None:
     add_config_flags(group, StudentConfig, ("backend",), prefix="student-")
     add_endpoint_flags(group, "student-", role="student", defaults=defaults_of(StudentConfig()))
     add_config_flags(group, StudentConfig, _STUDENT_FIELDS, prefix="student-")
+    add_fallback_flag(group)
 
 
 def _judge_args(group: argparse._ArgumentGroup) -> None:
@@ -128,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_length,
     )
     written = write_sft(rows, args.out_dir)
-    report = {**summary.to_dict(), "run": vars(stats), "unreadable_record_lines": unreadable}
+    fallbacks = FallbackRates.of(r["episode"].get("student_trace", ()) for r in records.values() if r.get("episode"))
+    report = {**summary.to_dict(), "run": vars(stats), "unreadable_record_lines": unreadable,
+              "student_fallbacks": fallbacks.to_dict()}
     if tutor is not None and hasattr(getattr(tutor, "backend", None), "usage"):
         report["teacher_usage"] = tutor.backend.usage.snapshot()
     (args.out_dir / SUMMARY_NAME).write_text(json.dumps(report, indent=1), encoding="utf-8")
@@ -138,11 +142,17 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in summary.lines():
         print(line)
+    if fallbacks.line():
+        print(fallbacks.line())
     if args.teacher == "scripted" and not args.finalize_only:
         print("note: scripted teacher (a test double), not a teacher model")
     if stats.backend_failures:
         print(f"note: {stats.backend_failures} dialogue(s) ended in a backend failure; --retry-failed runs them again")
     print("wrote " + ", ".join(str(p) for p in [*written, args.out_dir / SUMMARY_NAME]))
+    verdict = fallbacks.verdict(args.max_fallback_rate, flag="--student-structured-output")
+    if verdict is not None:
+        print(verdict, file=sys.stderr)
+        return 1
     if summary.dialogues and not summary.kept:  # an empty SFT set trains nothing: not a success
         reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(summary.dropped.items()) if n) or "none recorded"
         print(f"error: no dialogue was kept, so the SFT files are empty (dropped: {reasons}); see {SUMMARY_NAME}",

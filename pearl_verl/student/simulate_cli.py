@@ -29,6 +29,7 @@ from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP
 from pearl_verl.ranges import POSITIVE, SEED
 from pearl_verl.redact import redact
 from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
 from pearl_verl.student.simulate import ABILITY_CHOICES
 
 TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")
@@ -80,6 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default: stdout, no resume)",
     )
     parser.add_argument("--summary", help="also write the summary as JSON to this file")
+    add_fallback_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -123,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     if failure is not None:
         print(redact(f"error: {failure}"), file=sys.stderr)
         return 1
+    verdict = FallbackRates.from_dict(summary["fallbacks"]).verdict(args.max_fallback_rate)
+    if verdict is not None:
+        print(verdict, file=sys.stderr)
+        return 1
     return 0
 
 
@@ -159,6 +165,7 @@ def summarise(dialogues: list[list[dict[str, Any]]]) -> dict[str, Any]:
         "diversity": diversity_report(labelled).to_dict() if labelled else None,
         "llm_calls": call_table(dialogues),
         "sources": source_table(dialogues),
+        "fallbacks": FallbackRates.of(dialogues).to_dict(),
     }
 
 
@@ -189,6 +196,9 @@ def format_summary(summary: dict[str, Any]) -> str:
             + " | messages from "
             + _shares(sources["reply_source"])
         )
+    fallbacks = FallbackRates.from_dict(summary["fallbacks"]).line() if "fallbacks" in summary else None
+    if fallbacks:
+        lines.append(fallbacks)
     return "\n".join(lines)
 
 

@@ -168,3 +168,18 @@ def test_input_and_argument_errors(prepared, run_gen_sft, tmp_path):
         run_gen_sft(prepared, "-o", tmp_path / "x", "--limit", "1")
     with pytest.raises(ValueError, match="--tokenizer and --max-length go together"):
         run_gen_sft(prepared, "-o", tmp_path / "x", "--teacher", "scripted", "--max-length", "10")
+
+
+def test_a_student_model_that_falls_back_fails_the_run(prepared, run_gen_sft, tmp_path, capsys):
+    from pearl_verl.llm.local_server import LocalChatServer
+
+    out = tmp_path / "sft"
+    argv = [prepared, "-o", out, "--teacher", "scripted", "--limit", "2", "--no-progress", "--student-backend", "llm",
+            "--student-model", "m", "--max-turns", "3"]
+    with LocalChatServer(lambda body: "I think it is 12, since 3 times 4 is 12.") as server:  # prose, not the JSON asked
+        assert run_gen_sft(*argv, "--student-base-url", server.base_url) == 1
+    printed, err = capsys.readouterr()
+    assert "student replies that fell back to the rules: labels " in printed
+    assert "fell back to the rules (above --max-fallback-rate 0.5)" in err and "--student-structured-output" in err
+    fallbacks = json.loads((out / SUMMARY_NAME).read_text())["student_fallbacks"]
+    assert fallbacks["label_turns"] > 0 and fallbacks["label_rate"] == 1.0
