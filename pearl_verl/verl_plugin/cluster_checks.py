@@ -14,10 +14,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.metadata as metadata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -156,12 +158,36 @@ async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: st
         checks.append(Check(f"{role} sampling fields", False, f"top_k, seed, n={n} refused: {exc}",
                             "serve it with vLLM (which takes top_k and n), or set top_k to null in the role's config"))
         return checks
-    ok = len(result.texts) == n
-    checks.append(Check(f"{role} sampling fields", ok, f"top_k, seed and n={n} accepted; {len(result.texts)} choices",
-                        "" if ok else "the server ignores n: set reward.reward_kwargs.samples_per_request=false"))
+    detail = f"top_k, seed and n={n} accepted; {len(result.texts)} choices"
+    if len(result.texts) != n:  # the judge notices and asks for each sample apart (JudgeStats.n_ignored)
+        detail += ": the server ignores n, so the judge will ask for each sample in its own request"
+    checks.append(Check(f"{role} sampling fields", True, detail))
+    checks.append(await _structured_output_check(role, endpoint))
     if role == "judge":
         checks.append(await _judge_check(base_url, model, api_key_env))
     return checks
+
+
+async def _structured_output_check(role: str, endpoint: Any) -> Check:
+    """Which structured output the server takes: the recipes send json_schema (``STRUCTURED_OUTPUT``)."""
+    from pearl_verl.llm.client import OpenAIChatClient
+    from pearl_verl.llm.types import LLMCallError, SamplingConfig
+
+    schema = '{"title": "ok", "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}'
+    client = OpenAIChatClient(dataclasses.replace(endpoint, structured_output="auto"))
+    sampling = SamplingConfig(max_tokens=16, response_schema=schema)
+    name = f"{role} structured output"
+    try:
+        await client.chat([{"role": "user", "content": 'Reply with {"ok": true}.'}], sampling)
+    except LLMCallError as exc:
+        return Check(name, False, f"no structured-output mode got through: {exc}", "see the error; the server "
+                     "answered the plain request above, so it refuses response_format in every form")
+    taken, refused = client.usage.structured_output, client.usage.refused_modes
+    if taken == "json_schema":
+        return Check(name, True, "json_schema taken (what the recipes send)")
+    why = "; ".join(f"{mode} refused ({reason})" for mode, reason in refused.items())
+    return Check(name, False, f"{why}; the server takes {taken}",
+                 f"set STRUCTURED_OUTPUT={taken} for the recipes (or structured_output=auto, the library default)")
 
 
 async def _served_models(base_url: str, api_key_env: str | None) -> list[str] | str:

@@ -45,7 +45,8 @@ def test_a_vllm_like_endpoint_passes_every_check():
     with LocalChatServer(_reply, model="pearl-judge") as server:
         checks = endpoint_checks("judge", server.base_url, "pearl-judge", None, samples=3)
         sent = server.requests[0]
-    assert [c.name for c in checks] == ["judge endpoint", "judge sampling fields", "judge judgement"]
+    assert [c.name for c in checks] == ["judge endpoint", "judge sampling fields", "judge structured output",
+                                        "judge judgement"]
     assert all(c.ok for c in checks), [c.detail for c in checks]
     assert sent["top_k"] == 20 and sent["seed"] == 0 and sent["n"] == 3  # what the check asked the server to take
 
@@ -64,11 +65,22 @@ def test_endpoint_failures_name_their_cause():
 
     with LocalChatServer(lambda r: Reply(texts=("one",)), model="m") as server:
         checks = endpoint_checks("student", server.base_url, "m", None)
-    assert not checks[1].ok and "samples_per_request=false" in checks[1].fix
+    assert checks[1].ok and "the server ignores n, so the judge will ask for each sample in its own request" in (
+        checks[1].detail)
+
+    def no_json_schema(request):  # llama-cpp-python's server: json_object only
+        kind = (request.get("response_format") or {}).get("type")
+        return Reply(status=500, error_message="json_schema unsupported") if kind == "json_schema" else "OK"
+
+    with LocalChatServer(no_json_schema, model="m") as server:
+        checks = endpoint_checks("student", server.base_url, "m", None)
+    assert checks[1].ok and not checks[2].ok
+    assert "json_schema refused (http_500: " in checks[2].detail and "the server takes json_object" in checks[2].detail
+    assert checks[2].fix.startswith("set STRUCTURED_OUTPUT=json_object")
 
     with LocalChatServer(lambda r: "I think the tutor did well.", model="j") as server:
         checks = endpoint_checks("judge", server.base_url, "j", None)
-    assert checks[1].ok and not checks[2].ok and "unparseable or failed" in checks[2].detail
+    assert checks[1].ok and checks[2].ok and not checks[3].ok and "unparseable or failed" in checks[3].detail
 
     with LocalChatServer(_reply, model="j") as server:  # a key variable that is not set: a failed line, no crash
         (unset,) = endpoint_checks("judge", server.base_url, "j", "PEARL_DOCTOR_UNSET_KEY")
