@@ -58,6 +58,7 @@ def judge_setup(args: argparse.Namespace) -> dict[str, Any]:
         "samples": args.judge_samples,
         "temperature": args.judge_temperature,
         "top_k": args.judge_top_k,
+        "structured_output": args.judge_structured_output,
     }
 
 
@@ -79,6 +80,7 @@ def student_setup(args: argparse.Namespace) -> dict[str, Any]:
         "base_url": args.student_base_url,
         "model": args.student_model,
         "planner": args.student_planner,
+        "structured_output": args.student_structured_output,
     }
 
 

@@ -42,6 +42,7 @@ from pearl_verl.eval.common_cli import (
 )
 from pearl_verl.eval.protocol import EvalProtocol
 from pearl_verl.llm.cli_flags import EndpointSpecAction
+from pearl_verl.llm.types import UsageMeter
 from pearl_verl.ranges import POSITIVE
 from pearl_verl.student.config import SIMULATORS
 from pearl_verl.student.fallbacks import MAX_FALLBACK_RATE, FallbackRates, add_fallback_flag
@@ -136,11 +137,12 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
     judge = build_judge(config) if config is not None else None
     jobs = plan_jobs(manifest.items, names, simulators)
     bar = progress_bar(args.progress, len(jobs), "dialogue", "eval-tutor")
+    students = build_simulators(args, simulators)
     summary = asyncio.run(
         run_eval(
             jobs,
             tutors,
-            build_simulators(args, simulators),
+            students,
             judge,
             EpisodeLimits(protocol.max_turns),
             args.out / RESULTS,
@@ -157,6 +159,10 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
         f"{args.out / RESULTS}: {summary.ran} dialogues run ({summary.ok} ok, {summary.flagged} flagged), "
         f"{summary.skipped} already done, {summary.planned} planned | end reasons: {reasons}"
     )
+    for role, holder in [*((f"student ({name})", sim) for name, sim in students.items()), ("judge", judge)]:
+        note = UsageMeter.note_of(holder)
+        if note:
+            print(f"{role} {note}")
     return manifest, summary.flagged
 
 

@@ -237,6 +237,12 @@ class UsageMeter:
             self.prompt_tokens += result.prompt_tokens
             self.completion_tokens += result.completion_tokens
 
+    @staticmethod
+    def note_of(holder: Any) -> str | None:
+        """:meth:`structured_output_note` of whatever holds a client (``.backend.usage``) or a meter (``.usage``)."""
+        meter = getattr(getattr(holder, "backend", None), "usage", None) or getattr(holder, "usage", None)
+        return meter.structured_output_note() if isinstance(meter, UsageMeter) else None
+
     def structured_output_note(self) -> str | None:
         """``structured output: MODE (refused: ...)`` for a command's summary; None before any call with a schema."""
         if self.structured_output is None:

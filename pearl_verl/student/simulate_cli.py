@@ -25,7 +25,7 @@ from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP
+from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, UsageMeter
 from pearl_verl.ranges import POSITIVE, SEED
 from pearl_verl.redact import redact
 from pearl_verl.student.config import StudentConfig
@@ -117,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
 
         asyncio.run(run_jobs(simulator, tutor, todo, EpisodeLimits(args.max_turns), args.concurrency, on_done=write))
     summary = summarise([done[index] for index in sorted(done)])
-    report = format_summary(summary)
+    summary["structured_output"] = simulator_usage = UsageMeter.note_of(simulator)
+    report = format_summary(summary) + (f"\n{simulator_usage}" if simulator_usage else "")
     print(report, file=sys.stderr if output.path is None else sys.stdout)
     if args.summary:
         Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")

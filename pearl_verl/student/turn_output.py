@@ -18,7 +18,7 @@ from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import drop_cut_tail, read_appended, read_json
 
 RESUME_SETTINGS = ("problems", "limit", "simulator", "backend", "model", "planner", "no_refine", "tutor",
-                   "tutor_model", "tutor_max_tokens", "ability", "seed", "max_turns")
+                   "tutor_model", "tutor_max_tokens", "ability", "seed", "max_turns", "structured_output")
 """What decides a run's dialogues: a resumed ``--out`` must have been written with the same values."""
 
 

@@ -58,3 +58,31 @@ def test_eval_tutor_counts_the_student_s_fallbacks_and_exits_1_above_the_bound(t
     assert (fallbacks["label_turns"], fallbacks["label_fallbacks"]) == (3, 3)
     assert "student replies that fell back to the rules" in (out / "report.md").read_text()
     assert cli.main(["eval-tutor", "--out", str(out), "--report-only", "--max-fallback-rate", "1"]) == 0
+
+
+def test_the_structured_output_in_use_is_said_and_a_resume_must_keep_the_setting(tmp_path, capsys):
+    from pearl_verl.llm.local_server import Reply
+
+    def no_json_schema(body):
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(status=400, error_message="json_schema is not supported")
+        return PROSE
+
+    out = tmp_path / "turns.jsonl"
+    argv = ["simulate", PROBLEMS, "--limit", "1", "--max-turns", "2", "--backend", "llm", "--model", "m",
+            "--out", str(out), "--max-fallback-rate", "1"]
+    with LocalChatServer(no_json_schema) as server:
+        assert cli.main([*argv, "--base-url", server.base_url]) == 0
+        assert "structured output: json_object (the server refused json_schema: http_400: " in capsys.readouterr().out
+        assert cli.main([*argv, "--base-url", server.base_url, "--structured-output", "none"]) == 2
+        assert "(settings differ: structured_output);" in capsys.readouterr().err
+
+
+def test_eval_tutor_refuses_to_resume_with_another_structured_output(tmp_path, capsys):
+    argv = ["eval-tutor", PROBLEMS, "--limit", "1", "--tutor", "name=s,scripted=socratic", "--out", str(tmp_path),
+            "--progress", "off", "--judge", "offline", "--max-turns", "2"]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert cli.main([*argv, "--judge-structured-output", "json_object"]) == 2
+    err = capsys.readouterr().err
+    assert "'structured_output': 'json_object'" in err and "(student or judge changed)" in err
