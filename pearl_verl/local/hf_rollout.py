@@ -55,9 +55,6 @@ class HFRolloutServer:
         self.weight_updates = 0
 
     def launch_server(self) -> None:
-        # Ray sets OMP_NUM_THREADS=1 in an actor that reserves no CPU, which left generation on one core
-        # while the sync trainer waits for it; every core the process may run on is the right number.
-        torch.set_num_threads(len(os.sched_getaffinity(0)))
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from verl.utils.fs import copy_to_local
 
