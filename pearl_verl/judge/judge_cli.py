@@ -115,7 +115,8 @@ def _report(summary: BatchSummary, output: Path) -> None:
     flagged = f", {summary.flagged} not judged (episode ended in a backend error)" if summary.flagged else ""
     unreadable = f", {summary.unreadable} input lines hold no dialogue" if summary.unreadable else ""
     print(
-        f"{output}: {summary.ok + summary.failed} judged ({summary.ok} ok, {summary.failed} failed){flagged}{unreadable}, "
+        f"{output}: {summary.ok + summary.failed} judged ({summary.ok} ok, {summary.failed} failed)"
+        f"{flagged}{unreadable}, "
         f"{summary.skipped} already done, {summary.total} in input"
     )
     if summary.ok:
@@ -143,7 +144,8 @@ def _verdict(summary: BatchSummary, input_path: Path, output: Path) -> tuple[int
     if summary.unreadable_in_output:  # judging again repeats the same error: the input line must change
         lines = sorted(summary.unreadable_lines)
         shown = ", ".join(map(str, lines[:5])) + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
-        also = f"; and {failed} judgements failed: re-run with --retry-failed once those lines are fixed" if failed else ""
+        also = (f"; and {failed} judgements failed: re-run with --retry-failed once those lines are fixed"
+                if failed else "")
         return 1, (f"error: {input_path}: {len(lines)} lines hold no dialogue (line {shown}; their 'error' field in "
                    f"{output} says why); fix or remove those lines{also}")
     if failed and not ok:

@@ -4,8 +4,9 @@ A command adds an endpoint's flags under a prefix (``""`` for its only endpoint,
 ``--judge-base-url`` and its siblings) and builds the :class:`EndpointConfig` back from the parsed
 arguments; :class:`EndpointConfig` validates the values, so a bad one is reported the same way
 whichever command took it; a number flag is checked while parsing against the field's declared
-range (``EndpointConfig.RANGES``), so its error names the flag. Help texts and defaults come from :class:`EndpointConfig`, or from the
-command's own config class (:func:`defaults_of`) where that has other defaults (the judge's 300 s).
+range (``EndpointConfig.RANGES``), so its error names the flag. Help texts and defaults come from
+:class:`EndpointConfig`, or from the command's own config class (:func:`defaults_of`) where that has
+other defaults (the judge's 300 s).
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ json_object, then none, until the server takes one; the first one taken is kept 
 life. A mode counts as refused on an HTTP 4xx (at once) or when its 5xx answers outlast the retries
 (llama-cpp-python answers json_schema with a 500 every time); timeouts and connection errors are
 no refusal. What was refused, with the server's status and message, is logged, kept in
-``usage.refused_modes`` and repeated in the final error when nothing is taken. Each event loop gets its own connection pool and semaphore,
-since verl's agent-loop workers and tests run several loops in one process.
+``usage.refused_modes`` and repeated in the final error when nothing is taken.
+
+Each event loop gets its own connection pool and semaphore, since verl's agent-loop workers and
+tests run several loops in one process.
 """
 
 from __future__ import annotations
