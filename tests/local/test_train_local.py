@@ -58,7 +58,10 @@ def test_cold_start_then_two_steps_through_main_ppo_then_resume(tmp_path):
         # a group whose two dialogues score alike has no contrast: no advantage, no gradient, and only then
         assert (r["actor/grad_norm"] > 0) == (r["pearl/advantage/nonzero_frac"] > 0), r
         assert {f"pearl/reward/{d}/mean" for d in ("acc", "leak", "emotion")} <= set(r)
-        assert "pearl/advantage/nonzero_frac" in r and r["training/rollout_probs_diff_max"] < 2e-4
+        # float32 rollout (HF generate, its KV cache) against the trainer's full forward: a token's probability
+        # differs by up to ~2e-4 here (2.02e-4 seen once); the weight sync itself is pinned by
+        # test_main_ppo_on_cpu at lr 1e-2, where a dropped sync shows 7e-4 and more
+        assert "pearl/advantage/nonzero_frac" in r and r["training/rollout_probs_diff_max"] < 5e-4
     evals = [r for r in rows if "eval/reward/mean" in r]
     assert [r["step"] for r in evals] == [0, 2] and all(r["eval/dialogues"] == 2 for r in evals)
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -93,7 +96,7 @@ def test_cold_start_then_two_steps_through_main_ppo_then_resume(tmp_path):
 
 def test_bad_settings_fail_before_any_work(tmp_path):
     proc = _run(["train-local", "--out-dir", str(tmp_path), "--group-size", "1"], expect=2)
-    assert "group_size=1: a whole number from 2" in proc.stderr
+    assert "argument --group-size: got 1; allowed: a whole number from 2" in proc.stderr
     proc = _run(["train-local", "--out-dir", str(tmp_path / "x"), "trainer.no_such_key=1"], expect=2)
     assert "no_such_key" in proc.stderr and not (tmp_path / "x" / "checkpoints").exists()
 
