@@ -117,8 +117,8 @@ def run(args: argparse.Namespace) -> int:
 
         asyncio.run(run_jobs(simulator, tutor, todo, EpisodeLimits(args.max_turns), args.concurrency, on_done=write))
     summary = summarise([done[index] for index in sorted(done)])
-    summary["structured_output"] = simulator_usage = UsageMeter.note_of(simulator)
-    report = format_summary(summary) + (f"\n{simulator_usage}" if simulator_usage else "")
+    summary["structured_output"] = mode_note = UsageMeter.note_of(simulator)
+    report = format_summary(summary) + (f"\n{mode_note}" if mode_note else "")
     print(report, file=sys.stderr if output.path is None else sys.stdout)
     if args.summary:
         Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")
