@@ -14,6 +14,7 @@ from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
+from pearl_verl.llm.types import UsageMeter
 from pearl_verl.ranges import SHARE
 
 if TYPE_CHECKING:
@@ -85,8 +86,7 @@ def run_judge(args: argparse.Namespace) -> int:
     if progress is not None:
         progress.close()
     _report(summary, args.output)
-    meter = getattr(getattr(judge, "backend", None), "usage", None)
-    note = meter.structured_output_note() if hasattr(meter, "structured_output_note") else None
+    note = UsageMeter.note_of(judge)
     if note:
         print(note)
     stats = getattr(judge, "stats", None)
