@@ -211,16 +211,28 @@ def test_calls_in_flight_follow_the_mode_another_call_found():
     from pearl_verl.llm import LLMCallError
     from pearl_verl.llm.local_server import Reply
 
-    async def respond(body):  # the server answers "fast" at once and "slow" two seconds later
+    import threading
+
+    fast_done = threading.Event()  # set by the test once the client holds the fast answer: no race on timing
+
+    async def respond(body):  # "fast" at once; "slow" only after the client has taken the fast answer
         if body["messages"][0]["content"] == "slow":
-            await asyncio.sleep(2.0)
+            while not fast_done.is_set():
+                await asyncio.sleep(0.01)
             return Reply(status=500, error_message="overloaded")
         return '{"a": 1}'
 
     async def both(client):
         schema = SamplingConfig(response_schema=SCHEMA)
-        return await asyncio.gather(client.chat([{"role": "user", "content": "slow"}], schema),
-                                    client.chat([{"role": "user", "content": "fast"}], schema), return_exceptions=True)
+
+        async def fast_call():
+            try:
+                return await client.chat([{"role": "user", "content": "fast"}], schema)
+            finally:
+                fast_done.set()
+
+        return await asyncio.gather(client.chat([{"role": "user", "content": "slow"}], schema), fast_call(),
+                                    return_exceptions=True)
 
     with LocalChatServer(respond) as server:
         client = OpenAIChatClient(EndpointConfig(server.base_url, "m", structured_output="auto", max_retries=0))
