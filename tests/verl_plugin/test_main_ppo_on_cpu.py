@@ -6,7 +6,9 @@ about a minute each, half of it Ray's start. The probe judge (a test double that
 turns opening with a capital letter) gives the untrained policy's groups contrast; at lr 1e-2 a
 later step's groups can all agree (every dialogue learned the property, or none shows it), and then
 GRPO-style advantages are zero by definition: the checks follow each step's contrast, read from
-the step's dump, rather than assume it.
+the step's dump, rather than assume it. A run whose judge is down the whole time is
+``tests/local/test_train_local.py``'s: ``train-local`` runs this same ``main_ppo``, and its failure
+guard stops it there with the guard's message.
 """
 
 import json
@@ -43,9 +45,17 @@ def run_recipe(watched_run, prepared: Path, out: Path, *overrides: str, **env: s
 
 
 def training_rows(out: Path) -> dict[int, dict]:
-    """Step -> metrics of verl's file logger, training steps only."""
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return {row["step"]: row["data"] for row in rows if "pearl/judge/failure_rate" in row["data"]}
+    """Step -> metrics of verl's file logger, training steps only (a line verl is still writing is not one yet)."""
+    path = out / "metrics.jsonl"
+    rows = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if "pearl/judge/failure_rate" in row["data"]:
+            rows[row["step"]] = row["data"]
+    return rows
 
 
 def contrasted_steps(folder: Path, steps: list[int]) -> set[int]:
@@ -84,10 +94,6 @@ def assert_pearl_steps(rows: dict[int, dict], steps: list[int], contrasted: set[
         assert m["training/rollout_probs_diff_max"] < 2e-4, (step, m["training/rollout_probs_diff_max"])
 
 
-def test_v1_trainer_runs_the_whole_pearl_stack(watched_run, prepared, tmp_path):
-    assert_whole_stack(tmp_path, run_recipe(watched_run, prepared, tmp_path), v1=True)
-
-
 def assert_whole_stack(out: Path, proc: subprocess.CompletedProcess, v1: bool) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     assert "smoke run passed" in proc.stdout
@@ -112,11 +118,17 @@ def test_legacy_trainer_runs_the_whole_pearl_stack(watched_run, prepared, tmp_pa
     assert_whole_stack(tmp_path, run_recipe(watched_run, prepared, tmp_path, "trainer.use_v1=false"), v1=False)
 
 
-def test_a_killed_run_resumes_from_its_checkpoint(watched_run, prepared, tmp_path):
+def test_v1_trainer_runs_the_whole_pearl_stack_and_a_killed_run_resumes_from_its_checkpoint(
+        watched_run, prepared, tmp_path):
+    """Steps 1-2 of the V1 trainer, a kill during step 3, then step 3 in a resumed run: the whole stack on every step.
+
+    One run serves both checks, a Ray start fewer for the suite: its first two steps show the whole stack,
+    and the step after the kill must be as whole as they were.
+    """
     first = watched_run(["bash", str(RECIPE)], _env(prepared, tmp_path, SAVE_FREQ="1"))
-    step_2 = tmp_path / "checkpoints" / "global_step_2"
-    while not (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").is_file() or not step_2.is_dir() \
-            or (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip() != "2":
+    marker = tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt"
+    # verl logs a step's metrics after saving its checkpoint: wait for both of step 2
+    while not (marker.is_file() and marker.read_text().strip() == "2" and 2 in training_rows(tmp_path)):
         assert first.proc.poll() is None, "the first run ended before its step-2 checkpoint:\n" + first.output()[-4000:]
         assert not first.stalled(), first.output()[-4000:]
         time.sleep(0.5)
@@ -124,26 +136,15 @@ def test_a_killed_run_resumes_from_its_checkpoint(watched_run, prepared, tmp_pat
     # with them; `ray stop` is not used, as it would stop every other Ray cluster on the machine too.
     first.kill()
     assert not (tmp_path / "checkpoints" / "global_step_3").exists()
+    before_kill = {step: row for step, row in training_rows(tmp_path).items() if step <= 2}
+    contrasted = assert_pearl_dumps(tmp_path / "rollouts", [1, 2])
+    assert 1 in contrasted  # the untrained policy's dialogues differ: the run had something to learn from
+    assert_pearl_steps(before_kill, [1, 2], contrasted)
 
     resumed = run_recipe(watched_run, prepared, tmp_path, "trainer.resume_mode=auto", SAVE_FREQ="1")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-6000:]
     assert "training steps logged: steps 3-3 (resumed after step 2)" in resumed.stdout
-    # the resumed run's own log holds step 3 alone
-    assert_pearl_steps(training_rows(tmp_path), [3], contrasted_steps(tmp_path / "rollouts", [3]))
+    assert "smoke run passed" in resumed.stdout
+    # the resumed run's own log holds step 3 alone, trained on the whole stack as steps 1 and 2 were
+    assert_pearl_steps(training_rows(tmp_path), [3], assert_pearl_dumps(tmp_path / "rollouts", [3]))
     assert (tmp_path / "checkpoints" / "global_step_3" / "actor" / "huggingface").is_dir()
-
-
-def test_judge_down_the_whole_run_stops_it_with_the_failure_guard(watched_run, prepared, tmp_path):
-    proc = run_recipe(
-        watched_run, prepared, tmp_path,
-        "+reward.reward_kwargs.base_url=http://127.0.0.1:9/v1", "+reward.reward_kwargs.model=pearl-judge",
-        "+reward.reward_kwargs.timeout_s=2", "+reward.reward_kwargs.max_retries=0",
-        "+pearl.failure_guard.patience=2", STEPS="4", JUDGE_BACKEND="llm",
-    )
-    assert proc.returncode != 0
-    out = proc.stdout + proc.stderr
-    assert "TrainingStalled" in out and "pearl/judge/failure_rate stayed above 0.5 for 2 consecutive steps" in out
-    assert "the judge" in out.split("TrainingStalled", 1)[1]  # the guard names the culprit
-    rows = training_rows(tmp_path)
-    assert sorted(rows) == [1, 2] and all(rows[s]["pearl/judge/failure_rate"] == 1.0 for s in (1, 2))
-    assert (tmp_path / "checkpoints" / "global_step_2" / "actor").is_dir()  # saved at the stop, to resume from
