@@ -79,7 +79,7 @@ def judgement(seed: int) -> str:
     rng = random.Random(seed)
     target = {
         d: {
-            c.key: (rng.choice(c.scores), f"Turn {rng.randint(2, 12)} shows the tutor's move on this criterion.")
+            c.key: (rng.choice(c.scores), f"Turn {rng.randint(2, 12)} shows the tutor's move on {c.key.replace('_', ' ')}.")
             for c in RUBRIC.for_dimension(d)
         }
         for d in DIMENSIONS

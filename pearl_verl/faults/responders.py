@@ -119,7 +119,7 @@ def judgement_for(user_message: str, rubric: Rubric = RUBRIC) -> str:
                 raw = int(rng.random() < (0.9 if completed else 0.1))
             else:
                 raw = rng.choice(criterion.scores)
-            scores[dimension][criterion.key] = (raw, f"Turn {rng.randint(1, 9)} shows this.")
+            scores[dimension][criterion.key] = (raw, f"Turn {rng.randint(1, 9)} shows {criterion.key.replace('_', ' ')}.")
     return canonical_output(scores)
 
 

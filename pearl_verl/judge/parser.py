@@ -7,7 +7,9 @@ or flags the sample. No keyword guessing and no repair: a partially valid judgem
 because a score the judge did not give must never enter training.
 
 A rationale that is the prompt skeleton's placeholder (``<one or two sentences>``, a score scale)
-copied back is rejected: weak judges echo the skeleton, integer scores and all.
+copied back is rejected: weak judges echo the skeleton, integer scores and all. So is a judgement
+whose rationales name nothing in the dialogue (numbers, scale words, the criterion's own key, one
+word repeated, one rationale for most criteria: :mod:`pearl_verl.judge.sanity`).
 
 Two wrappers are tolerated because served models add them regardless of instructions and they
 carry no score: a leading ``<think>...</think>`` block (Qwen3 reasoning mode) and one code fence
@@ -24,6 +26,7 @@ from typing import Any
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.prompt import placeholder_form, skeleton_placeholders
 from pearl_verl.judge.rubric import RUBRIC, Rubric
+from pearl_verl.judge.sanity import judgement_issue
 from pearl_verl.judge.types import CriterionScore
 
 MAX_RATIONALE_CHARS = 2000
@@ -35,6 +38,7 @@ PARSE_FAILURES: tuple[str, ...] = (
     "unexpected_key",  # a key that is not in the rubric
     "bad_score",  # a score that is not an integer on the criterion's scale
     "bad_rationale",  # not a non-empty string of bounded length, or the prompt's placeholder copied back
+    "junk_rationale",  # rationales that name nothing in the dialogue (pearl_verl.judge.sanity)
 )
 
 _THINK = re.compile(r"\A\s*<think>.*?</think>\s*", re.DOTALL)
@@ -86,6 +90,9 @@ def parse_judgement(text: str, rubric: Rubric = RUBRIC, finish_reason: str | Non
         for criterion in criteria:
             raw, rationale = _entry(block[criterion.key], criterion.id, criterion.scores, placeholders)
             scores.append(CriterionScore(dimension, criterion.key, raw, criterion.normalise(raw), rationale))
+    junk = judgement_issue(scores, rubric)
+    if junk:
+        raise JudgeOutputError(f"{junk}: not a judgement of this dialogue", "junk_rationale")
     return tuple(scores)
 
 

@@ -31,12 +31,16 @@ def build_episode(texts, end_reason="tutor_ended", problem=PROBLEM, trace=None, 
 
 
 def output_text(overrides=None, rationale="evidence in turn 2", drop=(), extra=None):
-    """A judge output (JSON text): every criterion at its top score unless overridden by id."""
+    """A judge output (JSON text): every criterion at its top score unless overridden by id.
+
+    Each criterion's rationale is ``rationale`` followed by the criterion in words, ``"evidence in turn 2
+    (final answer)"``: one rationale for every criterion is junk to the parser (pearl_verl.judge.sanity).
+    """
     overrides = overrides or {}
     body = {}
     for dimension in DIMENSIONS:
         body[dimension] = {
-            c.key: {"score": overrides.get(c.id, c.high), "rationale": rationale}
+            c.key: {"score": overrides.get(c.id, c.high), "rationale": f"{rationale} ({c.key.replace('_', ' ')})"}
             for c in RUBRIC.for_dimension(dimension)
             if c.id not in drop
         }

@@ -19,6 +19,8 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.features import extract_features, key_results
 from pearl_verl.judge.offline import HeuristicJudge
+from pearl_verl.judge.parser import parse_judgement
+from pearl_verl.judge.prompt import canonical_output
 from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
 
@@ -162,3 +164,15 @@ def test_a_number_shared_with_the_question_is_not_a_leak_by_itself(make_episode,
     problem = Problem("p", question, "She has 7 + 3 = 10 pens.", "10")
     f = extract_features(make_episode(["Help?", "You start with 10 pens, right?", "yes"], problem=problem))
     assert (f.leak_turns == ()) is answer_in_question
+
+
+def test_every_rationale_of_the_offline_judge_passes_the_parsers_junk_check():
+    """Its judgements, written out in the judge's output format, parse back whole (pearl_verl.judge.sanity)."""
+    judge = HeuristicJudge()
+    for i, problem in enumerate(gsm8k_problems(30)):
+        for tutor in (ScriptedSocraticTutor(), ScriptedLeakingTutor()):
+            result = asyncio.run(judge.judge(dialogue(problem, tutor, seed=i)))
+            target = {d: {} for d in DIMENSIONS}
+            for score in result.criteria:
+                target[score.dimension][score.criterion] = (score.raw, score.rationale)
+            assert parse_judgement(canonical_output(target)) == result.criteria, problem.problem_id

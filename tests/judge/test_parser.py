@@ -10,6 +10,9 @@ from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
 from pearl_verl.judge.prompt import canonical_output
 from pearl_verl.judge.rubric import RUBRIC
+from pearl_verl.judge.sanity import rationale_issue
+
+FIRST_RATIONALE = '"rationale": "evidence in turn 2 (statements correct)"'  # acc.statements_correct, in output_text
 
 
 def test_valid_output_parses_in_rubric_order_with_normalised_scores(make_output):
@@ -22,7 +25,7 @@ def test_valid_output_parses_in_rubric_order_with_normalised_scores(make_output)
     assert by_id["complete.session_complete"].score == 0.0 and by_id["acc.feedback_correct"].score == 0.0
     assert (
         by_id["emotion.encouraging_tone"].score == 1.0
-        and by_id["emotion.encouraging_tone"].rationale == "evidence in turn 2"
+        and by_id["emotion.encouraging_tone"].rationale == "evidence in turn 2 (encouraging tone)"
     )
 
 
@@ -50,8 +53,8 @@ def test_reasoning_block_and_code_fence_are_tolerated(make_output):
         (lambda t: t.replace('"score": 2', '"score": 2.0', 1), "bad_score"),
         (lambda t: t.replace('"score": 2', '"score": "2"', 1), "bad_score"),
         (lambda t: t.replace('"score": 2', '"score": true', 1), "bad_score"),
-        (lambda t: t.replace('"rationale": "evidence in turn 2"', '"rationale": "  "', 1), "bad_rationale"),
-        (lambda t: t.replace('"rationale": "evidence in turn 2"', '"rationale": 7', 1), "bad_rationale"),
+        (lambda t: t.replace(FIRST_RATIONALE, '"rationale": "  "', 1), "bad_rationale"),
+        (lambda t: t.replace(FIRST_RATIONALE, '"rationale": 7', 1), "bad_rationale"),
     ],
 )
 def test_malformed_outputs_fail_with_their_reason(make_output, mutate, reason):
@@ -88,12 +91,18 @@ def test_length_finish_reason_is_a_truncation_even_when_the_text_parses(make_out
     assert info.value.reason == "truncated"
 
 
+def _rationale(criterion, text):
+    return rationale_issue(f"Turn 2 shows {criterion.key}: {text}", criterion.dimension, criterion.key) is None
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_canonical_output_round_trips(data):
     target = {
         d: {
-            c.key: (data.draw(st.sampled_from(c.scores)), data.draw(st.text(min_size=1, max_size=40).filter(str.strip)))
+            # any text, after words that make it a rationale of this criterion (pearl_verl.judge.sanity)
+            c.key: (data.draw(st.sampled_from(c.scores)),
+                    f"Turn 2 shows {c.key}: " + data.draw(st.text(max_size=40).filter(lambda t: _rationale(c, t))))
             for c in RUBRIC.for_dimension(d)
         }
         for d in DIMENSIONS

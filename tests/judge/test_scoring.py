@@ -40,11 +40,11 @@ def test_aggregation_mean_and_median_and_gate_majority(make_output):
 
 
 def test_rationale_follows_the_aggregate(make_output):
-    a = parse_judgement(make_output({"meta.reflection": 0}, rationale="a"))
-    b = parse_judgement(make_output({"meta.reflection": 2}, rationale="b"))
-    c = parse_judgement(make_output({"meta.reflection": 2}, rationale="c"))
+    a = parse_judgement(make_output({"meta.reflection": 0}, rationale="first reading"))
+    b = parse_judgement(make_output({"meta.reflection": 2}, rationale="second reading"))
+    c = parse_judgement(make_output({"meta.reflection": 2}, rationale="third reading"))
     agg = aggregate_samples([a, b, c], "median")
-    assert agg[RUBRIC.criteria.index(RUBRIC.by_id("meta.reflection"))].rationale == "b"
+    assert agg[RUBRIC.criteria.index(RUBRIC.by_id("meta.reflection"))].rationale == "second reading (reflection)"
 
 
 def test_invalid_inputs_raise():

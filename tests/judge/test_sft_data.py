@@ -28,7 +28,7 @@ def test_noise_filter_drops_malformed_inconsistent_and_disagreeing_annotations(m
     done = make_episode(["Help?", "What is 3 times 4?", "12", "Then?", "10", "Well done!"])
     cut = make_episode(["Help?", "What is 3 times 4?", "12"], end_reason="turn_limit")
     records = [
-        _record("clean", done, make_output({"meta.reflection": 1}, rationale="r1")),
+        _record("clean", done, make_output({"meta.reflection": 1}, rationale="clean reading")),
         _record("malformed", done, make_output()[:-5], json.loads(make_output({"acc.toward_reference": 3}))),
         _record("gate_on_cut_off", cut, make_output()),
         _record("cut_ok", cut, make_output({"complete.session_complete": 0, "complete.conclusion": 0})),
@@ -42,9 +42,9 @@ def test_noise_filter_drops_malformed_inconsistent_and_disagreeing_annotations(m
         _record(
             "agree",
             done,
-            make_output({"leak.final_answer": 1}, rationale="a"),
-            make_output(rationale="b"),
-            make_output({"leak.final_answer": 1}, rationale="c"),
+            make_output({"leak.final_answer": 1}, rationale="first reading"),
+            make_output(rationale="second reading"),
+            make_output({"leak.final_answer": 1}, rationale="third reading"),
         ),
     ]
     rows, report = convert_records(records)
@@ -58,7 +58,7 @@ def test_noise_filter_drops_malformed_inconsistent_and_disagreeing_annotations(m
     }
     # The kept annotation of 'agree' is the one nearest the per-dimension median (leak 5/6, not 1).
     target = parse_judgement(rows[2]["messages"][-1]["content"])
-    assert {s.rationale for s in target if (s.dimension, s.criterion) == ("leak", "final_answer")} == {"a"}
+    assert {s.rationale for s in target if (s.dimension, s.criterion) == ("leak", "final_answer")} == {"first reading (final answer)"}
 
 
 @pytest.mark.parametrize(

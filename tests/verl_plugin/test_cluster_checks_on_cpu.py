@@ -14,7 +14,7 @@ from pearl_verl.verl_plugin import cluster_checks
 from pearl_verl.verl_plugin.cluster_checks import data_check, endpoint_checks, verl_pins, version_checks
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh"
-JUDGEMENT = json.dumps({d: {c.key: {"score": c.high, "rationale": "turn 3 shows it"} for c in RUBRIC.for_dimension(d)}
+JUDGEMENT = json.dumps({d: {c.key: {"score": c.high, "rationale": f"turn 3 shows {c.key}"} for c in RUBRIC.for_dimension(d)}
                         for d in DIMENSIONS})
 
 

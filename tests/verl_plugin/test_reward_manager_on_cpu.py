@@ -40,7 +40,7 @@ PROBLEM = Problem(
 def judge_output(overrides=None, drop=()):
     body = {
         d: {
-            c.key: {"score": (overrides or {}).get(c.id, c.high), "rationale": "turn 2 shows it"}
+            c.key: {"score": (overrides or {}).get(c.id, c.high), "rationale": f"turn 2 shows {c.key}"}
             for c in RUBRIC.for_dimension(d)
             if c.id not in drop
         }
