@@ -165,6 +165,8 @@ async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: st
     checks.append(await _structured_output_check(role, endpoint))
     if role == "judge":
         checks.append(await _judge_check(base_url, model, api_key_env))
+        if checks[-1].ok:
+            checks.append(await _calibration_check(base_url, model, api_key_env))
     return checks
 
 
@@ -219,6 +221,23 @@ async def _judge_check(base_url: str, model: str, api_key_env: str | None) -> Ch
         return Check("judge judgement", True, detail)
     return Check("judge judgement", False, f"unparseable or failed: {result.error}",
                  "serve the finetuned judge (recipes/pearl/serve_judge.sh); see docs/judge.md for the output contract")
+
+
+async def _calibration_check(base_url: str, model: str, api_key_env: str | None) -> Check:
+    """The shipped contrast pairs, as the recipes' gate judges them (``pearl-verl judge-check``)."""
+    from pearl_verl.judge.calibration import MIN_AGREEMENT, check_judge, load_pairs, shipped_pairs_path
+    from pearl_verl.judge.config import JudgeConfig, build_judge
+
+    judge = build_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=300))
+    report = await check_judge(judge, load_pairs(shipped_pairs_path()), concurrency=8)
+    agreement, parsed = report.agreement(), report.parse_rate()
+    detail = (f"orders {agreement.mean:.0%} of {agreement.n} comparisons as built "
+              f"(95% interval {agreement.low:.0%}-{agreement.high:.0%}), parses {parsed.mean:.0%}")
+    if report.passes():
+        return Check("judge calibration", True, detail)
+    return Check("judge calibration", False, f"{detail}: {report.verdict()}",
+                 f"the recipes stop here too (JUDGE_CHECK=0 skips it; JUDGE_MIN_AGREEMENT, default {MIN_AGREEMENT}, "
+                 "sets the floor); pearl-verl judge-check shows each dimension")
 
 
 def canned_dialogue():

@@ -43,7 +43,10 @@ VAL_FILES="['$DATA_DIR/val.parquet']"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
 
 if [[ -n "$STUDENT_BASE_URL" ]]; then require_endpoint student "$STUDENT_BASE_URL"; fi
-if [[ -n "$JUDGE_BASE_URL" ]]; then require_endpoint judge "$JUDGE_BASE_URL"; fi
+if [[ -n "$JUDGE_BASE_URL" ]]; then
+    require_endpoint judge "$JUDGE_BASE_URL"
+    require_judge_calibration "$JUDGE_BASE_URL" "$JUDGE_MODEL" auto
+fi
 
 DATA+=(data.return_raw_chat=True)
 ALGORITHM+=(trainer.v1.trainer_mode=pearl_sync)

@@ -14,13 +14,21 @@ from pearl_verl.verl_plugin import cluster_checks
 from pearl_verl.verl_plugin.cluster_checks import data_check, endpoint_checks, verl_pins, version_checks
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh"
-JUDGEMENT = json.dumps({d: {c.key: {"score": c.high, "rationale": f"turn 3 shows {c.key}"} for c in RUBRIC.for_dimension(d)}
-                        for d in DIMENSIONS})
+
+
+LOW = {"The answer is": ("leak", "guide"), "No, that is wrong": ("emotion",), "Continue.": ("guide",)}
+"""What this fake judge reads in a dialogue, and the dimensions it then scores lowest: enough to rank the
+calibration pairs as a real judge would (pearl_verl.judge.calibration)."""
 
 
 def _reply(request):
     system = request["messages"][0]["content"]
-    return JUDGEMENT if "rubric" in system.lower() else "OK"
+    if "rubric" not in system.lower():
+        return "OK"
+    dialogue = request["messages"][-1]["content"]
+    low = {d for text, dims in LOW.items() if text in dialogue for d in dims}
+    return json.dumps({d: {c.key: {"score": c.scores[0] if d in low else c.high, "rationale": f"turn 3 shows {c.key}"}
+                           for c in RUBRIC.for_dimension(d)} for d in DIMENSIONS})
 
 
 def test_pins_come_from_verls_metadata_and_a_local_build_label_matches(monkeypatch):
@@ -46,9 +54,21 @@ def test_a_vllm_like_endpoint_passes_every_check():
         checks = endpoint_checks("judge", server.base_url, "pearl-judge", None, samples=3)
         sent = server.requests[0]
     assert [c.name for c in checks] == ["judge endpoint", "judge sampling fields", "judge structured output",
-                                        "judge judgement"]
+                                        "judge judgement", "judge calibration"]
     assert all(c.ok for c in checks), [c.detail for c in checks]
     assert sent["top_k"] == 20 and sent["seed"] == 0 and sent["n"] == 3  # what the check asked the server to take
+
+
+def test_a_judge_that_cannot_rank_the_calibration_pairs_fails_with_the_recipes_gate_named():
+    same = json.dumps({d: {c.key: {"score": c.high, "rationale": f"turn 3 shows {c.key}"}
+                           for c in RUBRIC.for_dimension(d)} for d in DIMENSIONS})
+    with LocalChatServer(lambda request: same if "rubric" in request["messages"][0]["content"].lower() else "OK",
+                         model="pearl-judge") as server:
+        checks = {c.name: c for c in endpoint_checks("judge", server.base_url, "pearl-judge", None)}
+    assert checks["judge judgement"].ok  # it judges; it does not rank
+    calibration = checks["judge calibration"]
+    assert not calibration.ok and "orders 0% of 16 comparisons as built" in calibration.detail
+    assert "the recipes stop here too (JUDGE_CHECK=0 skips it" in calibration.fix
 
 
 def test_endpoint_failures_name_their_cause():

@@ -1,6 +1,7 @@
 """Judge recipes on CPU: the SFT overrides compose with verl's SFT trainer config and validate;
 the serving and scoring scripts print the intended commands and fail early on a dead endpoint."""
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -99,3 +100,25 @@ def test_scoring_recipe_fails_early_on_a_dead_endpoint_and_passes_a_live_one(tmp
         ran[:2] == ["judge", str(tmp_path / "in.jsonl")] and server.base_url in ran and ran[-2:] == ["--samples", "3"]
     )
     assert ran[ran.index("--structured-output") + 1] == "json_schema"  # vLLM's, as serve_judge.sh serves it
+
+
+def test_a_served_judge_that_cannot_rank_the_calibration_pairs_stops_the_rl_recipe_before_training(tmp_path):
+    from pearl_verl.dims import DIMENSIONS
+    from pearl_verl.judge.rubric import RUBRIC
+
+    # a judgement that parses and ranks nothing: every dialogue gets it
+    same = json.dumps({d: {c.key: {"score": c.high, "rationale": f"turn 3 shows {c.key}"}
+                           for c in RUBRIC.for_dimension(d)} for d in DIMENSIONS})
+    out = tmp_path / "run"
+    with LocalChatServer(lambda body: same, model="pearl-judge") as server:
+        proc = subprocess.run(
+            ["bash", str(RECIPES / "run_cpu_pearl_gspo.sh")], check=False, capture_output=True, text=True,
+            timeout=600,  # a hang guard: a busy machine may take minutes, never fails on time
+            env={**os.environ, "OUT_DIR": str(out), "JUDGE_BASE_URL": server.base_url, "JUDGE_MODEL": "pearl-judge"},
+        )
+        judged = len(server.requests)
+    assert proc.returncode == 1
+    assert "error: the judge cannot rank these pairs: it orders only 0%" in proc.stderr
+    assert f"error: the judge at {server.base_url} cannot rank the calibration pairs (above)" in proc.stderr
+    assert "JUDGE_CHECK=0" in proc.stderr
+    assert judged >= 24 and not out.exists()  # the 12 pairs judged; no model, data or run made

@@ -17,6 +17,20 @@ require_endpoint() {
     fi
 }
 
+# require_judge_calibration BASE_URL MODEL STRUCTURED_OUTPUT: before any GPU time goes into training, the served
+# judge scores the shipped contrast pairs (pearl-verl judge-check); a judge that cannot rank them stops the recipe.
+# JUDGE_MIN_AGREEMENT sets the floor (default 0.75, docs/judge.md); JUDGE_CHECK=0 skips the check.
+require_judge_calibration() {
+    local url=$1 model=$2 structured=$3
+    if (( DRY_RUN )) || [[ "${JUDGE_CHECK:-1}" == 0 ]]; then return 0; fi
+    if ! pearl-verl judge-check --base-url "$url" --model "$model" --structured-output "$structured" \
+            --min-agreement "${JUDGE_MIN_AGREEMENT:-0.75}" --no-progress; then
+        echo "error: the judge at ${url} cannot rank the calibration pairs (above): its rewards would train on noise." >&2
+        echo "       Serve a stronger or finetuned judge, or set JUDGE_CHECK=0 to train on it anyway." >&2
+        exit 1
+    fi
+}
+
 # role_settings SECTION BASE_URL MODEL: the offline stand-in when BASE_URL is empty, else the served endpoint.
 role_settings() {
     local section=$1 url=$2 model=$3

@@ -31,6 +31,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/gspo.sh"
 
 require_endpoint student "$STUDENT_BASE_URL"
 require_endpoint judge "$JUDGE_BASE_URL"
+require_judge_calibration "$JUDGE_BASE_URL" "$JUDGE_MODEL" "$STRUCTURED_OUTPUT"
 
 DATA+=(data.return_raw_chat=True)
 ALGORITHM+=(trainer.v1.trainer_mode=pearl_sync)
