@@ -143,20 +143,20 @@ def shipped_pairs_path() -> Path:
 
 def load_pairs(path: Path) -> list[CalibrationPair]:
     """The pairs of a calibration file (one JSON object per line); a bad line is an error naming it."""
+    from pearl_verl.errors import located
+    from pearl_verl.jsonl import read_objects
+
     pairs = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, row in read_objects(path, "calibration pairs file"):
         try:
-            row = json.loads(line)
             dimensions = tuple(row["dimensions"])
             unknown = [d for d in dimensions if d not in DIMENSIONS]
             if unknown or not dimensions:
                 raise ValueError(f"dimensions {list(dimensions)} must be some of {list(DIMENSIONS)}")
             pairs.append(CalibrationPair(str(row["id"]), str(row["kind"]), dimensions,
                                          EpisodeRecord.from_dict(row["better"]), EpisodeRecord.from_dict(row["worse"])))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise InputError(f"{path}, line {number}: not a calibration pair ({type(exc).__name__}: {exc}).") from None
+        except (ValueError, KeyError, TypeError, AttributeError, InputError) as exc:
+            raise located(path, number, f"not a calibration pair ({type(exc).__name__}: {exc}).") from None
     if not pairs:
         raise InputError(f"{path} holds no calibration pairs.")
     return pairs

@@ -80,7 +80,7 @@ def _lines(rows):
 def test_a_broken_pairs_file_is_an_error_naming_its_line(tmp_path):
     path = tmp_path / "pairs.jsonl"
     path.write_text(shipped_pairs_path().read_text().splitlines()[0] + "\n" + '{"id": "x", "kind": "k"}\n')
-    with pytest.raises(InputError, match=r"pairs.jsonl, line 2: not a calibration pair \(KeyError"):
+    with pytest.raises(InputError, match=r"pairs.jsonl:2: not a calibration pair \(KeyError"):
         load_pairs(path)
     path.write_text("")
     with pytest.raises(InputError, match="holds no calibration pairs"):
