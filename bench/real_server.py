@@ -6,8 +6,9 @@
 
 It runs the commands a user runs, on the first N GSM8K test problems shipped with the package,
 with one server playing every role: ``decompose`` (knowledge extraction), ``simulate`` with the
-LLM student and the scripted Socratic tutor (planner, realiser, refine), and ``eval-tutor`` with
-the served model as the tutor, the offline student and the served model as the judge. A recording
+LLM student and the scripted Socratic tutor (planner, realiser, refine), ``eval-tutor`` with
+the served model as the tutor, the offline student and the served model as the judge, and
+``judge-check`` with the served model as the judge of the calibration pairs. A recording
 proxy between the commands and the server sees every request, so the rates below are counted
 from what the server actually sent back, not from our own bookkeeping:
 
@@ -16,7 +17,8 @@ from what the server actually sent back, not from our own bookkeeping:
   judge) the share of replies the strict parser accepts;
 - per student reply turn (from simulate's rows): where the labels and the message came from
   (``llm`` / ``rules`` / ``refined`` / ``template`` / ``fallback``) and LLM calls per turn;
-- per dialogue: how eval-tutor's dialogues ended and how many judgements failed (``judge_ok=0``).
+- per dialogue: how eval-tutor's dialogues ended and how many judgements failed (``judge_ok=0``);
+- calibration: the share of judge-check's comparisons the served judge orders as built, and its parse rate.
 
 Everything goes to ``--out`` (the proxy's ``calls.jsonl`` with each reply, every command's
 output, ``report.json``). Not part of CI: it needs a server. BENCHMARKS.md says how to build and
@@ -215,6 +217,9 @@ def commands(args: argparse.Namespace, url: str, out: Path) -> dict[str, list[st
                      "--cache-dir", str(out / "cache"), "--tutor", "socratic", "--max-turns", str(args.max_turns),
                      "--concurrency", str(args.concurrency), "--out", str(out / "simulate.jsonl"), *endpoint,
                      *structured],
+        "judge-check": ["judge-check", "--base-url", url, "--model", args.model, *endpoint, *structured,
+                        "--concurrency", str(args.concurrency), "--pairs", str(calibration_subset(args, out)),
+                        "-o", str(out / "judge_check.json"), "--no-progress"],
         "eval-tutor": ["eval-tutor", str(PROBLEMS), *limit, "--tutor", tutor, "--student-backend", "offline",
                        "--max-turns", str(args.max_turns), "--max-tokens", str(args.tutor_max_tokens),
                        "--judge", "llm", "--judge-base-url", url, "--judge-model", args.model,
@@ -222,6 +227,22 @@ def commands(args: argparse.Namespace, url: str, out: Path) -> dict[str, list[st
                        "--concurrency", str(args.concurrency), "--judge-structured-output", args.structured_output,
                        "--out", str(out / "eval"), "--progress", "off"],
     }
+
+
+def calibration_subset(args: argparse.Namespace, out: Path) -> Path:
+    """The first ``--pairs-per-kind`` shipped calibration pairs of each contrast (all of them by default)."""
+    from pearl_verl.judge.calibration import shipped_pairs_path
+
+    kept: dict[str, int] = defaultdict(int)
+    lines = []
+    for line in shipped_pairs_path().read_text(encoding="utf-8").splitlines():
+        kind = json.loads(line)["kind"]
+        if kept[kind] < args.pairs_per_kind:
+            kept[kind] += 1
+            lines.append(line)
+    path = out / "calibration_pairs.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def simulate_tables(path: Path) -> dict[str, Any]:
@@ -269,6 +290,12 @@ def render(report: dict[str, Any]) -> str:
     if ev:
         lines += ["", f"eval-tutor: {ev['dialogues']} dialogues, ends {ev['end_reasons']}, "
                       f"judge_ok {ev['judge_ok']}/{ev['dialogues']}"]
+    cal = report.get("calibration") or {}
+    if cal:
+        agree, parsed = cal["agreement"], cal["parse_rate"]
+        lines += ["", f"judge-check: ordered {agree['mean']:.0%} of {agree['n']} comparisons as built "
+                      f"(95% interval {agree['low']:.0%}-{agree['high']:.0%}), parsed {parsed['mean']:.0%} of "
+                      f"{parsed['n']} judgements: {'passed' if cal['passed'] else 'failed'}"]
     lines += ["", "exit codes: " + ", ".join(f"{k} {v}" for k, v in report["exit_codes"].items())]
     return "\n".join(lines)
 
@@ -278,13 +305,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", required=True, help="the server, e.g. http://127.0.0.1:8080/v1")
     parser.add_argument("--model", required=True, help="model name as served")
     parser.add_argument("--problems", type=int, default=5, help="first N GSM8K test problems shipped with the package")
-    parser.add_argument("--structured-output", default="none", choices=["none", "json_schema", "json_object"])
+    parser.add_argument("--structured-output", default="none", choices=["auto", "none", "json_schema", "json_object"])
     parser.add_argument("--max-turns", type=int, default=4, help="tutor turns per dialogue")
     parser.add_argument("--tutor-max-tokens", type=int, default=256, help="cap on one served tutor message")
     parser.add_argument("--concurrency", type=int, default=1, help="requests in flight: the server's real parallelism")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per request attempt")
     parser.add_argument("--max-retries", type=int, default=1)
-    parser.add_argument("--only", nargs="*", choices=["decompose", "simulate", "eval-tutor"], help="run only these")
+    parser.add_argument("--pairs-per-kind", type=int, default=4, help="calibration pairs of each contrast judged")
+    parser.add_argument("--only", nargs="*", choices=["decompose", "simulate", "judge-check", "eval-tutor"],
+                        help="run only these")
     parser.add_argument("--out", type=Path, default=Path("outputs/real_server"), help="folder for every output")
     args = parser.parse_args(argv)
     out = args.out / args.structured_output
@@ -299,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
                 codes[name] = run_command(name, command, out)
     report = {"base_url": args.base_url, "model": args.model, "structured_output": args.structured_output,
               "problems": args.problems, "exit_codes": codes, "roles": role_table(recorder.calls, problems),
-              "simulate": simulate_tables(out / "simulate.jsonl"), "eval": eval_tables(out / "eval")}
+              "simulate": simulate_tables(out / "simulate.jsonl"), "eval": eval_tables(out / "eval"),
+              "calibration": json.loads((out / "judge_check.json").read_text()) if (out / "judge_check.json").exists()
+              else {}}
     (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(render(report))
     return 0
