@@ -11,13 +11,11 @@ from typing import Any
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.judge.calibration import MIN_AGREEMENT, MIN_PARSE_RATE, kinds_of, load_pairs, shipped_pairs_path
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
+from pearl_verl.judge.judge_cli import JUDGE_DEFAULTS, JUDGE_FIELDS
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.ranges import SHARE
-
-_DEFAULTS = JudgeConfig(backend="offline")  # the endpoint flags' defaults (every backend's are the same)
-_JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,9 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     check.add_argument("--pairs", type=Path, help="calibration pairs (JSON lines; default: the shipped set)")
     add_config_flags(check, JudgeConfig, ("backend",), choices={"backend": BACKENDS})
-    add_endpoint_flags(check, role="judge", defaults=defaults_of(_DEFAULTS),
+    add_endpoint_flags(check, role="judge", defaults=defaults_of(JUDGE_DEFAULTS),
                        helps={"concurrency": "dialogues in flight (default %(default)s)"})
-    add_config_flags(check, JudgeConfig, _JUDGE_FIELDS, choices={"aggregate": AGGREGATES})
+    add_config_flags(check, JudgeConfig, JUDGE_FIELDS, choices={"aggregate": AGGREGATES})
     check.add_argument("--min-agreement", type=SHARE.flag, default=MIN_AGREEMENT,
                        help="floor on the share of comparisons ordered as built (default %(default)s)")
     check.add_argument("--min-parse-rate", type=SHARE.flag, default=MIN_PARSE_RATE,
@@ -50,7 +48,7 @@ def run_check(args: argparse.Namespace) -> int:
     from pearl_verl.judge.config import build_judge
 
     pairs = load_pairs(args.pairs or shipped_pairs_path())
-    config = JudgeConfig(**config_values(args, ("backend", *_JUDGE_FIELDS)), **endpoint_values(args))
+    config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     judge = build_judge(config)
     progress = _progress(args.no_progress, 2 * len(pairs))
     report = asyncio.run(check_judge(judge, pairs, concurrency=args.concurrency,

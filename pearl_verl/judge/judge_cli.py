@@ -20,8 +20,8 @@ from pearl_verl.ranges import SHARE
 if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
 
-_DEFAULTS = JudgeConfig(backend="offline")
-_JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens")
+JUDGE_DEFAULTS = JudgeConfig(backend="offline")
+JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens")
 """The judge's own settings that ``pearl-verl judge`` takes as flags (beside backend and the endpoint's)."""
 
 
@@ -39,10 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_endpoint_flags(
         judge,
         role="judge",
-        defaults=defaults_of(_DEFAULTS),
+        defaults=defaults_of(JUDGE_DEFAULTS),
         helps={"concurrency": "dialogues in flight (default %(default)s)"},
     )
-    add_config_flags(judge, JudgeConfig, _JUDGE_FIELDS, choices={"aggregate": AGGREGATES})
+    add_config_flags(judge, JudgeConfig, JUDGE_FIELDS, choices={"aggregate": AGGREGATES})
     judge.add_argument("--retry-failed", action="store_true", help="judge again dialogues whose result has judge_ok=0")
     judge.add_argument("--criteria", action="store_true", help="also write criterion scores and rationales")
     judge.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -67,7 +67,7 @@ def run_judge(args: argparse.Namespace) -> int:
     from pearl_verl.judge.batch import judge_file
     from pearl_verl.judge.config import build_judge
 
-    config = JudgeConfig(**config_values(args, ("backend", *_JUDGE_FIELDS)), **endpoint_values(args))
+    config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     if not _has_lines(input_file(args.input, "dialogue file")):
         raise InputError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
     judge = build_judge(config)
