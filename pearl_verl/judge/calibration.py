@@ -43,10 +43,10 @@ SHIPPED = "judge_calibration.jsonl"
 MIN_AGREEMENT = 0.75
 """Default floor on the share of (pair, dimension) comparisons a judge must order correctly.
 
-Measured (docs/judge.md): the offline judge orders 100% of the shipped comparisons, SmolLM2-135M
-served by llama-cpp-python far fewer; a coin ties or inverts half of them. 0.75 asks for a judge
-that is clearly better than chance and still lets a good judge disagree with a scripted contrast
-now and then."""
+Measured (docs/judge.md): the offline judge orders 94% of the shipped comparisons and 88% of the
+held-out ones; SmolLM2-135M served by llama-cpp-python none (no judgement of it parsed); a judge
+that scores every dialogue alike orders none, a coin about half. 0.75 asks for a judge clearly
+better than chance and still lets a good judge disagree with a scripted contrast now and then."""
 MIN_PARSE_RATE = 0.9
 """Default floor on the share of calibration dialogues the judge returns a parsable judgement for."""
 
