@@ -13,7 +13,7 @@ passes all three.
 
 The seeds run at the same time, one thread each. 20 steps: with 10, one seed of one run out of two
 had not yet moved its greedy held-out reward (training reward 0.09 -> 0.20); the training reward
-crosses 0.5 between steps 9 and 14 and nears 1 by 15-17 (docs/training.md). 4 tutor turns and 3
+crosses 0.5 between steps 10 and 14 and nears 1 by 15-17 (docs/training.md). 4 tutor turns and 3
 problems a step learn as fast as 8 turns and 4 problems did, at 62% of the time (the suite's). The
 runs are bounded by their steps; only a run that falls silent (conftest.STALL_S) is stopped, so a
 busy machine makes the test slower, not red.
