@@ -15,6 +15,7 @@ from collections import Counter
 from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
+from pearl_verl.llm.types import UsageMeter
 from pearl_verl.redact import redact
 
 
@@ -75,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         f"llm {stats['llm']} | fallbacks {stats['fallbacks']} | llm calls {stats['llm_calls']} | cache {args.cache_dir}"
     )
     print("most frequent units: " + ", ".join(f"{u} {n}" for u, n in units.most_common(10)))
+    note = UsageMeter.note_of(backend)
+    if note:  # the mode auto found, and what the server refused on the way (its status and message)
+        print(redact(note))
     if backend is not None and stats["fallbacks"] and not stats["llm"]:
         # nothing the extractor wrote was usable, and fallbacks are not cached (a rerun tries again)
         print(

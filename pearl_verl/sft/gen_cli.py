@@ -27,6 +27,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
+from pearl_verl.llm.types import UsageMeter
 from pearl_verl.ranges import POSITIVE, VAL_FRACTION
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
@@ -116,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
     filters = _filter_config(args)
     jobs = make_jobs(load_samples(args.inputs, args.limit), args.samples_per_row)
     records_path = args.out_dir / RECORDS_NAME
-    stats, tutor = GenerationStats(jobs=len(jobs)), None
+    stats, tutor, modes = GenerationStats(jobs=len(jobs)), None, {}
     if not args.finalize_only:
-        stats, tutor = _generate(args, jobs, records_path)
+        stats, tutor, modes = _generate(args, jobs, records_path)
     records, unreadable = read_records(records_path)
     rows, summary = build_sft(
         [job.id for job in jobs],
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     written = write_sft(rows, args.out_dir)
     fallbacks = FallbackRates.of(r["episode"].get("student_trace", ()) for r in records.values() if r.get("episode"))
     report = {**summary.to_dict(), "run": vars(stats), "unreadable_record_lines": unreadable,
-              "student_fallbacks": fallbacks.to_dict()}
+              "student_fallbacks": fallbacks.to_dict(), "structured_output": modes}
     if tutor is not None and hasattr(getattr(tutor, "backend", None), "usage"):
         report["teacher_usage"] = tutor.backend.usage.snapshot()
     (args.out_dir / SUMMARY_NAME).write_text(json.dumps(report, indent=1), encoding="utf-8")
@@ -144,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if fallbacks.line():
         print(fallbacks.line())
+    for role, note in modes.items():
+        print(f"{role} {note}")
     if args.teacher == "scripted" and not args.finalize_only:
         print("note: scripted teacher (a test double), not a teacher model")
     if stats.backend_failures:
@@ -168,8 +171,8 @@ def _filter_config(args: argparse.Namespace) -> FilterConfig:
     return FilterConfig(**config_values(args, _FILTER_FIELDS), dedup=not args.keep_duplicates)
 
 
-def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple[Any, Any]:
-    """Run the jobs that are not recorded yet; (run counters, the teacher)."""
+def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple[Any, Any, dict[str, str]]:
+    """Run the jobs that are not recorded yet; (run counters, the teacher, {role: structured-output note})."""
     import asyncio
 
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
@@ -194,7 +197,8 @@ def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple
     finally:
         if progress is not None:
             progress.close()
-    return stats, tutor
+    notes = {role: UsageMeter.note_of(part) for role, part in (("student", simulator), ("judge", judge))}
+    return stats, tutor, {role: note for role, note in notes.items() if note}
 
 
 def build_teacher(args: argparse.Namespace) -> Any:

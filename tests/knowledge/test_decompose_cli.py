@@ -38,12 +38,19 @@ def test_decompose_argument_errors(tmp_path):
 
 
 def test_every_extraction_falling_back_is_a_failed_run(tmp_path, capsys):
-    from pearl_verl.llm.local_server import LocalChatServer
+    from pearl_verl.llm.local_server import LocalChatServer, Reply
 
     cache = tmp_path / "cache"
-    with LocalChatServer(lambda request: "I'm here to help! What would you like to know?") as server:
+    def no_json_schema(request):
+        if (request.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(status=400, error_message="json_schema is not supported")
+        return "I'm here to help! What would you like to know?"
+
+    with LocalChatServer(no_json_schema) as server:
         code = _run(str(DATA / "gsm8k" / "test.jsonl"), "--limit", "3", "--cache-dir", str(cache),
                     "--base-url", server.base_url, "--model", "local-test-model")
     captured = capsys.readouterr()
     assert code == 1 and "every extraction fell back to the rules (3 of 3 problems)" in captured.err
     assert "fallbacks 3" in captured.out and not list(DecompositionCache(cache).keys())  # a rerun tries again
+    # the cause is on screen, not only in warnings: what the server refused, and the mode it took
+    assert "structured output: json_object (the server refused json_schema: http_400: " in captured.out
