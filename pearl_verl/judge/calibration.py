@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -37,6 +37,7 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
 from pearl_verl.eval.stats import Estimate, wilson_ci
+from pearl_verl.judge.scoring import gated_dimension_scores
 from pearl_verl.judge.types import JudgeResult
 
 SHIPPED = "judge_calibration.jsonl"
@@ -59,19 +60,12 @@ class Contrast:
     worse: str
     dimensions: tuple[str, ...]
     ability: str
-    what: str
 
 
 CONTRASTS: dict[str, Contrast] = {
-    "socratic_vs_answer_first": Contrast(
-        "socratic", "leaking", ("leak", "guide"), "medium", "asks its way to the answer vs states the answer at once"
-    ),
-    "recheck_vs_blame": Contrast(
-        "coach", "blaming", ("emotion",), "low", "asks to re-check a wrong number vs meets every turn with blame"
-    ),
-    "on_task_vs_empty": Contrast(
-        "coach", "terse", ("guide",), "medium", "a question about the problem every turn vs 'Continue.'"
-    ),
+    "socratic_vs_answer_first": Contrast("socratic", "leaking", ("leak", "guide"), "medium"),
+    "recheck_vs_blame": Contrast("coach", "blaming", ("emotion",), "low"),
+    "on_task_vs_empty": Contrast("coach", "terse", ("guide",), "medium"),
 }
 
 
@@ -162,15 +156,6 @@ def load_pairs(path: Path) -> list[CalibrationPair]:
     return pairs
 
 
-def ungated_dimensions(result: JudgeResult) -> dict[str, float]:
-    """Each dimension's criterion mean before the completion gate."""
-    out = {}
-    for dimension in DIMENSIONS:
-        values = [c.score for c in result.criteria or () if c.dimension == dimension]
-        out[dimension] = sum(values) / len(values) if values else float("nan")
-    return out
-
-
 async def check_judge(
     judge: Any,
     pairs: Sequence[CalibrationPair],
@@ -195,8 +180,9 @@ async def check_judge(
         for result, side in ((better, "better"), (worse, "worse")):
             if not result.ok:
                 report.failures.append(f"{pair.pair_id} ({side}): {result.error}")
-        high = ungated_dimensions(better) if better.ok else {}
-        low = ungated_dimensions(worse) if worse.ok else {}
+        # each dimension's criterion mean with the gate open (g = 1): the scores before the completion gate
+        high = gated_dimension_scores(better.criteria, 1) if better.ok else {}
+        low = gated_dimension_scores(worse.criteria, 1) if worse.ok else {}
         for dimension in pair.dimensions:
             ordered = bool(high and low and high[dimension] > low[dimension])
             report.agreements.setdefault(dimension, []).append(int(ordered))
@@ -243,13 +229,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows), encoding="utf-8")
     print(f"{len(rows)} pairs -> {args.out}")
     return 0
-
-
-def kinds_of(pairs: Sequence[CalibrationPair]) -> Mapping[str, int]:
-    counts: dict[str, int] = {}
-    for pair in pairs:
-        counts[pair.kind] = counts.get(pair.kind, 0) + 1
-    return counts
 
 
 if __name__ == "__main__":

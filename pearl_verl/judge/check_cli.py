@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
-from pearl_verl.judge.calibration import MIN_AGREEMENT, MIN_PARSE_RATE, kinds_of, load_pairs, shipped_pairs_path
+from pearl_verl.judge.calibration import MIN_AGREEMENT, MIN_PARSE_RATE, load_pairs, shipped_pairs_path
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.judge_cli import JUDGE_DEFAULTS, JUDGE_FIELDS
 from pearl_verl.judge.scoring import AGGREGATES
@@ -44,19 +45,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pearl_verl.eval.common_cli import progress_bar  # not at import: every command's parser imports this module
     from pearl_verl.judge.calibration import check_judge
     from pearl_verl.judge.config import build_judge
 
     pairs = load_pairs(args.pairs or shipped_pairs_path())
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     judge = build_judge(config)
-    progress = _progress(args.no_progress, 2 * len(pairs))
+    progress = progress_bar("off" if args.no_progress else "auto", 2 * len(pairs), "dialogue", "judge-check")
     report = asyncio.run(check_judge(judge, pairs, concurrency=args.concurrency,
                                      on_judged=progress.update if progress is not None else None))
     if progress is not None:
         progress.close()
     result = report.to_dict(args.min_agreement, args.min_parse_rate)
-    kinds = ", ".join(f"{count} {kind}" for kind, count in kinds_of(pairs).items())
+    kinds = ", ".join(f"{count} {kind}" for kind, count in Counter(pair.kind for pair in pairs).items())
     print(f"judge calibration: {len(pairs)} pairs ({kinds})")
     for dimension, estimate in result["by_dimension"].items():
         print(f"  {dimension:<8} {_share(estimate)}")
@@ -81,11 +83,3 @@ def run_check(args: argparse.Namespace) -> int:
 def _share(estimate: dict[str, Any], what: str = "comparisons ordered as built") -> str:
     return (f"{estimate['mean']:6.1%} of {estimate['n']:>3} {what} "
             f"(95% interval {estimate['low']:.0%}-{estimate['high']:.0%})")
-
-
-def _progress(disabled: bool, total: int) -> Any:
-    if disabled or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="dialogue", desc="judge-check", file=sys.stderr)
