@@ -18,6 +18,9 @@ from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 from pearl_verl.ranges import Range, check_ranges
 
 FAILURE_RATE_KEY = "pearl/judge/failure_rate"
+PARSE_FAILURE_RATE_KEY = "pearl/judge/parse_failure_rate"
+WEAK_JUDGE_PARSE_RATE = 0.5
+"""Above this share of unparsable judge replies, the stop says the judge model is too weak for the format."""
 
 CAUSES: dict[str, str] = {
     "student": "the student endpoint (pearl.student.base_url; dialogues ended in student_error)",
@@ -95,6 +98,7 @@ class FailureGuard:
         self.config = config
         self.resume = resume
         self._recent: deque[tuple[int | None, float, dict[str, float]]] = deque(maxlen=max(config.patience, 1))
+        self._unparsed: deque[float] = deque(maxlen=max(config.patience, 1))
 
     def update(self, metrics: dict[str, float], step: int | None = None) -> None:
         """Take one step's metrics.
@@ -102,7 +106,8 @@ class FailureGuard:
         Args:
             metrics: the step's metrics; a step without ``pearl/judge/failure_rate`` (no real
                 sample) leaves the count as it is. ``pearl/failure/<cause>_rate``, when present,
-                name what failed in the message.
+                name what failed in the message, and ``pearl/judge/parse_failure_rate`` whether
+                the judge answered in a form it could not use.
             step: the step's number, for the message.
 
         Raises:
@@ -113,9 +118,12 @@ class FailureGuard:
             return
         if rate <= self.config.max_failure_rate:
             self._recent.clear()
+            self._unparsed.clear()
             return
         causes = {cause: float(metrics[key]) for cause, key in CAUSE_KEYS.items() if key in metrics}
         self._recent.append((step, float(rate), causes))
+        if PARSE_FAILURE_RATE_KEY in metrics:
+            self._unparsed.append(float(metrics[PARSE_FAILURE_RATE_KEY]))
         if len(self._recent) == self.config.patience:
             raise TrainingStalled(self._message())
 
@@ -142,4 +150,14 @@ class FailureGuard:
                 f"Check {CAUSES['judge']} and {CAUSES['student']}; dialogues that ended in tutor_error count too."
             )
         failed = "; ".join(f"{CAUSES[cause]}: {share:.2f}" for share, cause in reversed(named))
-        return f"What failed, as a mean share of dialogues over these steps: {failed}."
+        return f"What failed, as a mean share of dialogues over these steps: {failed}.{self._weak_judge(shares)}"
+
+    def _weak_judge(self, shares: Mapping[str, float]) -> str:
+        """A sentence when the judge answered but mostly in a form it could not use (not when it was down)."""
+        unparsed = sum(self._unparsed) / len(self._unparsed) if self._unparsed else 0.0
+        if not shares.get("judge") or unparsed <= WEAK_JUDGE_PARSE_RATE:
+            return ""
+        return (f" {unparsed:.0%} of the judge's replies did not parse ({PARSE_FAILURE_RATE_KEY}): the judge model "
+                "answers but not in the rubric's format. `pearl-verl judge-check` measures this before a run; a "
+                "stronger judge model, or a server that holds it to the JSON Schema (vLLM with "
+                "reward.reward_kwargs.structured_output=json_schema), fixes it.")

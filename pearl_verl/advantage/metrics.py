@@ -12,8 +12,9 @@ from typing import Any
 import torch
 
 from pearl_verl.advantage.estimator import AdvantageBreakdown
-from pearl_verl.advantage.failure_guard import FAILURE_RATE_KEY
+from pearl_verl.advantage.failure_guard import FAILURE_RATE_KEY, PARSE_FAILURE_RATE_KEY
 from pearl_verl.advantage.inputs import PearlInputs
+from pearl_verl.judge.reward_info import REPLIES_KEY, UNPARSED_KEY
 
 
 def advantage_metrics(
@@ -90,3 +91,19 @@ def student_fallback_metrics(rows: Sequence[Mapping[str, Any] | None]) -> dict[s
     replies = sum(int(row.get(FALLBACK_FIELDS[0]) or 0) for row in rows if row)
     fallbacks = sum(int(row.get(FALLBACK_FIELDS[1]) or 0) for row in rows if row)
     return {FALLBACK_RATE_KEY: fallbacks / replies} if replies else {}
+
+
+def judge_parse_metrics(infos: Sequence[Mapping[str, Any] | None]) -> dict[str, float]:
+    """``pearl/judge/parse_failure_rate``: the share of the step's judge replies that failed to parse.
+
+    Parse retries hide a weak judge until its judgements fail outright (``pearl/judge/failure_rate``);
+    this rate shows it earlier, and tells a judge that answers in the wrong form from one that is
+    down. Rows without the counts (verl's padding, an older reward manager) are left out; {} when no
+    reply came back.
+
+    Args:
+        infos: each dialogue's reward fields (``judge_replies``, ``judge_unparsed``), None for padding.
+    """
+    replies = sum(int(info.get(REPLIES_KEY) or 0) for info in infos if info)
+    unparsed = sum(int(info.get(UNPARSED_KEY) or 0) for info in infos if info)
+    return {PARSE_FAILURE_RATE_KEY: unparsed / replies} if replies else {}

@@ -82,6 +82,7 @@ class _SampleSet:
         wanted: samples one judgement averages (``samples``).
         in_set: completions counted into the current set so far.
         used: completions counted over every set (the result's ``attempts``).
+        unparsed: of those, completions that failed to parse (the result's ``unparsed``).
         parsed: parsed judgements of the current set.
         last_error: the latest parse failure.
     """
@@ -89,6 +90,7 @@ class _SampleSet:
     wanted: int
     in_set: int = 0
     used: int = 0
+    unparsed: int = 0
     parsed: list[tuple[CriterionScore, ...]] = field(default_factory=list)
     last_error: JudgeOutputError | None = None
 
@@ -161,7 +163,7 @@ class LLMJudge:
             return await self._judge(episode, start)
         except Exception as exc:  # a bug or an unforeseen input must not crash a training batch
             logger.exception("judge failed unexpectedly on %s", getattr(episode.problem, "problem_id", "?"))
-            return self._fail(f"internal judge error: {type(exc).__name__}: {exc}", "internal", 0, start)
+            return self._fail(f"internal judge error: {type(exc).__name__}: {exc}", "internal", None, start)
 
     async def _judge(self, episode: EpisodeRecord, start: float) -> JudgeResult:
         messages = judge_messages(episode, self.rubric)
@@ -174,7 +176,7 @@ class LLMJudge:
                 completions = await self._draw(messages, round_, draws.missing)
             except LLMCallError as exc:
                 error = f"judge endpoint failed ({exc.reason}): {exc}"
-                return self._fail(error, f"llm_{exc.reason}", draws.used, start)
+                return self._fail(error, f"llm_{exc.reason}", draws, start)
             # Yield before parsing: the request slot this call just freed wakes a queued judgement,
             # which then goes out before this parse instead of after it. Under a burst of answers
             # (a server answering a full wave at once) this keeps parsing off the requests' path.
@@ -197,6 +199,7 @@ class LLMJudge:
             draws.parsed.append(parse_judgement(text, self.rubric, finish_reason))
         except JudgeOutputError as exc:
             _count(self.stats.parse_failures, exc.reason)
+            draws.unparsed += 1
             draws.last_error = exc
             return
         self.stats.samples_parsed += 1
@@ -210,17 +213,18 @@ class LLMJudge:
                 f"judge endpoint returned {draws.in_set} of {self.samples} samples within "
                 f"{1 + self.parse_retries} request round(s); not averaging fewer"
             )
-            return self._fail(error, "samples_short", draws.used, start)
+            return self._fail(error, "samples_short", draws, start)
         if not draws.parsed:
             assert draws.last_error is not None
             return self._fail(
                 f"no parsable judge output in {draws.used} sample(s): {draws.last_error}",
                 f"parse_{draws.last_error.reason}",
-                draws.used,
+                draws,
                 start,
             )
         latency = time.perf_counter() - start
-        return result_from_samples(draws.parsed, self.aggregate, self.rubric, draws.used, latency)
+        result = result_from_samples(draws.parsed, self.aggregate, self.rubric, draws.used, latency)
+        return dataclasses.replace(result, unparsed=draws.unparsed)
 
     async def _draw(self, messages: list[Message], round_: int, count: int) -> list[tuple[str, str | None]]:
         """``count`` new samples as ``(text, finish_reason)``, fewer if the server sent fewer.
@@ -279,8 +283,10 @@ class LLMJudge:
         seed = None if self.sampling.seed is None else self.sampling.seed + offset
         return dataclasses.replace(self.sampling, seed=seed, n=n)
 
-    def _fail(self, error: str, reason: str, attempts: int, start: float) -> JudgeResult:
+    def _fail(self, error: str, reason: str, draws: _SampleSet | None, start: float) -> JudgeResult:
         self.stats.failed += 1
         _count(self.stats.failure_reasons, reason)
         logger.warning("judgement failed (%s): %s", reason, error)
-        return JudgeResult(ok=False, error=error, attempts=attempts, latency_s=time.perf_counter() - start)
+        used, unparsed = (draws.used, draws.unparsed) if draws is not None else (0, 0)
+        return JudgeResult(ok=False, error=error, attempts=used, unparsed=unparsed,
+                           latency_s=time.perf_counter() - start)

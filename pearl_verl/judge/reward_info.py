@@ -1,7 +1,9 @@
 """The per-dialogue reward fields every judge consumer writes (reward manager, ``pearl-verl judge``).
 
 Always the same keys, so verl can stack them into columns: the 8 dimensions, ``judge_ok``,
-``completed``, ``tutor_turns`` and ``judge_latency_s``. A failed judgement keeps the keys with
+``completed``, ``tutor_turns``, ``judge_latency_s``, and the judge replies the judgement took and
+how many of them failed to parse (``judge_replies``, ``judge_unparsed``: the trainer's
+``pearl/judge/parse_failure_rate``). A failed judgement keeps the keys with
 neutral placeholders (0.0) and ``judge_ok=0``; the PEARL estimator drops ``judge_ok=0`` rows from
 every statistic and gives them zero advantage, so the placeholders never act as scores.
 """
@@ -13,7 +15,11 @@ from pearl_verl.dims import COMPLETED_KEY, DIMENSIONS, JUDGE_OK_KEY, TUTOR_TURNS
 from pearl_verl.judge.types import JudgeResult
 
 LATENCY_KEY = "judge_latency_s"
-REWARD_INFO_KEYS: tuple[str, ...] = (*DIMENSIONS, JUDGE_OK_KEY, COMPLETED_KEY, TUTOR_TURNS_KEY, LATENCY_KEY)
+REPLIES_KEY = "judge_replies"
+UNPARSED_KEY = "judge_unparsed"
+REWARD_INFO_KEYS: tuple[str, ...] = (
+    *DIMENSIONS, JUDGE_OK_KEY, COMPLETED_KEY, TUTOR_TURNS_KEY, LATENCY_KEY, REPLIES_KEY, UNPARSED_KEY
+)
 PLACEHOLDER = 0.0
 """Value of every dimension and of ``reward_score`` when ``judge_ok == 0`` (excluded downstream)."""
 
@@ -45,9 +51,9 @@ def reward_info(episode: EpisodeRecord | None, result: JudgeResult | None) -> di
 
     Returns:
         ``{dim: score in [0, 1], judge_ok: 0/1, completed: 0/1, tutor_turns: int,
-        judge_latency_s: float}``. ``completed`` is 1 only when the episode ended normally AND
-        the judge's completion gate g is 1. An episode whose backend failed is flagged
-        (``judge_ok=0``) whatever ``result`` says.
+        judge_latency_s: float, judge_replies: int, judge_unparsed: int}``. ``completed`` is 1 only when
+        the episode ended normally AND the judge's completion gate g is 1. An episode whose backend
+        failed is flagged (``judge_ok=0``) whatever ``result`` says.
     """
     judged = should_judge(episode) and result is not None and result.ok
     dims = result.dims if judged else None
@@ -57,6 +63,8 @@ def reward_info(episode: EpisodeRecord | None, result: JudgeResult | None) -> di
     info[COMPLETED_KEY] = int(dims is not None and episode is not None and episode.ended_normally and gate == 1)
     info[TUTOR_TURNS_KEY] = episode.tutor_turns if episode is not None else 0
     info[LATENCY_KEY] = float(result.latency_s) if result is not None else 0.0
+    info[REPLIES_KEY] = int(result.attempts) if result is not None else 0
+    info[UNPARSED_KEY] = int(result.unparsed) if result is not None else 0
     return info
 
 

@@ -41,6 +41,8 @@ class JudgeResult:
         error: why it failed, when not ok.
         attempts: judge completions received and used (parse retries and self-consistency samples
             included; extra completions a server sent beyond those asked for are not).
+        unparsed: of those completions, the ones that failed the output contract (the judge model
+            not following the format: a weak judge shows here before its judgements fail).
         latency_s: wall time of the judgement.
     """
 
@@ -50,6 +52,7 @@ class JudgeResult:
     criteria: tuple[CriterionScore, ...] = ()
     error: str | None = None
     attempts: int = 0
+    unparsed: int = 0
     latency_s: float = 0.0
 
 

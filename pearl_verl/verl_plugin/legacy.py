@@ -26,9 +26,9 @@ from verl.trainer.ppo import core_algos, ray_trainer
 
 from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
 from pearl_verl.advantage.inputs import inputs_from_columns
-from pearl_verl.advantage.metrics import FALLBACK_FIELDS, student_fallback_metrics
+from pearl_verl.advantage.metrics import FALLBACK_FIELDS, judge_parse_metrics, student_fallback_metrics
 from pearl_verl.config import PearlConfig
-from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
+from pearl_verl.judge.reward_info import REPLIES_KEY, REWARD_INFO_KEYS, UNPARSED_KEY
 from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
@@ -107,6 +107,9 @@ def _cause_metrics(data: DataProto) -> dict[str, float]:
     if all(field in columns for field in FALLBACK_FIELDS):
         counts = zip(*(columns[field] for field in FALLBACK_FIELDS), strict=True)
         metrics.update(student_fallback_metrics([dict(zip(FALLBACK_FIELDS, row, strict=True)) for row in counts]))
+    if all(key in columns for key in (REPLIES_KEY, UNPARSED_KEY)):
+        pairs = zip(columns[REPLIES_KEY], columns[UNPARSED_KEY], strict=True)
+        metrics.update(judge_parse_metrics([{REPLIES_KEY: r, UNPARSED_KEY: u} for r, u in pairs]))
     return metrics
 
 

@@ -31,7 +31,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
 from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
-from pearl_verl.advantage.metrics import student_fallback_metrics
+from pearl_verl.advantage.metrics import judge_parse_metrics, student_fallback_metrics
 from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin.compat import check_v1_advantage_step, split_row_key
 from pearl_verl.verl_plugin.estimator import (
@@ -101,6 +101,8 @@ class PearlSyncTrainer(PPOTrainerSync):
         end_reasons = [end_reason_of(extras[i]) for i in final_rows]
         judge_ok = [info.get("judge_ok") for info in final_infos]
         metrics.update(failure_cause_metrics(end_reasons, judge_ok, final_padding))
+        real_infos = [None if pad else info for info, pad in zip(final_infos, final_padding, strict=True)]
+        metrics.update(judge_parse_metrics(real_infos))
         real = [None if pad else extras[i] for i, pad in zip(final_rows, final_padding, strict=True)]
         metrics.update(student_fallback_metrics([row if isinstance(row, Mapping) else None for row in real]))
         self._feed_failure_guard(metrics)

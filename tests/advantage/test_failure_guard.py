@@ -5,6 +5,7 @@ import pytest
 from pearl_verl.advantage.failure_guard import (
     CAUSE_KEYS,
     FAILURE_RATE_KEY,
+    PARSE_FAILURE_RATE_KEY,
     FailureGuard,
     FailureGuardConfig,
     TrainingStalled,
@@ -74,3 +75,23 @@ def test_message_names_what_failed_largest_first():
     assert message.index("student endpoint") < message.index("judge endpoint")
     assert ": 0.70; the judge endpoint" in message and ": 0.20." in message
     assert "tutor" not in message.split("What failed")[1].split("Fix it")[0]  # a cause that never failed is left out
+
+
+def test_a_judge_that_answers_in_the_wrong_form_is_told_from_one_that_is_down():
+    weak = {FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0, PARSE_FAILURE_RATE_KEY: 0.9}
+    down = {FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0}  # no reply came back: no parse rate
+    messages = {}
+    for name, step in (("weak", weak), ("down", down)):
+        guard = FailureGuard(FailureGuardConfig(max_failure_rate=0.5, patience=2))
+        guard.update(step, 1)
+        with pytest.raises(TrainingStalled) as stop:
+            guard.update(step, 2)
+        messages[name] = str(stop.value)
+    assert "90% of the judge's replies did not parse (pearl/judge/parse_failure_rate)" in messages["weak"]
+    assert "judge-check" in messages["weak"]
+    assert "did not parse" not in messages["down"]
+    student = {FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["student"]: 1.0, PARSE_FAILURE_RATE_KEY: 0.9}
+    guard = FailureGuard(FailureGuardConfig(max_failure_rate=0.5, patience=1))
+    with pytest.raises(TrainingStalled) as stop:
+        guard.update(student, 1)
+    assert "did not parse" not in str(stop.value)  # the judge is not what failed

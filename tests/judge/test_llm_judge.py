@@ -32,7 +32,7 @@ def test_parse_failures_are_retried_then_the_valid_answer_is_used(episode, make_
     backend = ScriptedChatBackend(_queue("not json", make_output()[:100], make_output({"meta.reflection": 0})))
     judge = LLMJudge(backend, parse_retries=2)
     result = _judge(episode, judge)
-    assert result.ok and result.attempts == 3 and len(backend.calls) == 3
+    assert result.ok and result.attempts == 3 and result.unparsed == 2 and len(backend.calls) == 3
     assert result.dims["meta"] == pytest.approx(2 / 3)
     assert judge.stats.parse_failures == {"invalid_json": 2} and judge.stats.failed == 0
 
@@ -42,7 +42,7 @@ def test_no_parsable_output_within_the_bound_is_flagged_not_scored(episode, make
     judge = LLMJudge(backend, parse_retries=1)
     result = _judge(episode, judge)
     assert not result.ok and result.dims is None and result.gate is None
-    assert result.attempts == 2 and len(backend.calls) == 2
+    assert result.attempts == 2 and result.unparsed == 2 and len(backend.calls) == 2
     assert "not on the scale" in result.error and judge.stats.failure_reasons == {"parse_bad_score": 1}
 
 
@@ -51,6 +51,7 @@ def test_endpoint_failure_is_flagged_without_parse_retries(episode):
     judge = LLMJudge(backend, parse_retries=3)
     result = _judge(episode, judge)
     assert not result.ok and "timeout" in result.error and len(backend.calls) == 1
+    assert result.attempts == result.unparsed == 0  # down, not weak: nothing came back to parse
     assert judge.stats.failure_reasons == {"llm_timeout": 1}
 
 

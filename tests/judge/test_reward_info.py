@@ -44,3 +44,21 @@ def test_failures_are_flagged_with_the_same_keys(episode, result):
 def test_backend_failures_are_not_judged():
     assert should_judge(_episode()) and should_judge(_episode("turn_limit"))
     assert not should_judge(_episode("student_error")) and not should_judge(None)
+
+
+def test_judge_parse_failure_rate_counts_replies_not_dialogues(episode, make_output):
+    import asyncio
+
+    from pearl_verl.advantage.metrics import judge_parse_metrics
+    from pearl_verl.judge.llm_judge import LLMJudge
+    from pearl_verl.llm.scripted import ScriptedChatBackend
+
+    replies = {"weak": ["not json", "{}", make_output()], "strong": [make_output()], "hopeless": ["no"] * 3}
+    infos = []
+    for answers in replies.values():
+        judge = LLMJudge(ScriptedChatBackend(lambda m, s, queue=list(answers): queue.pop(0)), parse_retries=2)
+        infos.append(reward_info(episode, asyncio.run(judge.judge(episode))))
+    got = [(i["judge_ok"], i["judge_replies"], i["judge_unparsed"]) for i in infos]
+    assert got == [(1, 3, 2), (1, 1, 0), (0, 3, 3)]
+    assert judge_parse_metrics([*infos, None]) == {"pearl/judge/parse_failure_rate": 5 / 7}
+    assert judge_parse_metrics([reward_info(episode, None), None]) == {}  # no reply came back: no rate, not 0

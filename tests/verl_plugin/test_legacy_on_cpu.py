@@ -112,6 +112,8 @@ def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monk
     batch.non_tensor_batch["pearl_end_reason"] = np.array(["tutor_ended"] * 6, dtype=object)
     batch.non_tensor_batch["pearl_student_replies"] = np.array([4] * 6, dtype=object)
     batch.non_tensor_batch["pearl_student_fallbacks"] = np.array([0, 1, 0, 0, 2, 0], dtype=object)
+    batch.non_tensor_batch["judge_replies"] = np.array([1, 2, 3, 1, 1, 1])
+    batch.non_tensor_batch["judge_unparsed"] = np.array([0, 1, 3, 0, 0, 0])
     original = ray_trainer.RayPPOTrainer._update_actor
     with legacy.legacy_advantage_hook():
         for step in (1, 2):  # verl's legacy fit: advantage, then the actor update
@@ -130,3 +132,4 @@ def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monk
     assert updated == [1, 2] and saved == [2]
     assert data.meta_info[legacy.METRICS_META_KEY]["pearl/failure/judge_rate"] == pytest.approx(1 / 6)
     assert data.meta_info[legacy.METRICS_META_KEY]["pearl/student/fallback_rate"] == pytest.approx(3 / 24)
+    assert data.meta_info[legacy.METRICS_META_KEY]["pearl/judge/parse_failure_rate"] == pytest.approx(4 / 9)

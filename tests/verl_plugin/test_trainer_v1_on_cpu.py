@@ -44,11 +44,18 @@ def _response_mask(turns: int, seed: int) -> list[int]:
     return mask
 
 
+def _judge_replies(session: int, ok: int) -> tuple[int, int]:
+    """(replies, unparsed) of a session's judgement: a failed one used up its 3 tries, some ok ones retried once."""
+    replies = 3 if not ok else 1 + session % 2
+    return replies, replies - ok
+
+
 def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=None, end_reasons=None, episodes=None):
     keys, fields, tags = [], [], []
     for session, (uid, ok, done, turns, scores) in enumerate(SESSIONS):
         mask = _response_mask(turns, session)
         info = {**dict(zip(DIMENSIONS, scores)), "judge_ok": ok, "completed": done, "tutor_turns": turns}
+        info["judge_replies"], info["judge_unparsed"] = _judge_replies(session, ok)
         extra = {"reward_extra_info": info}
         if episodes is not None:  # what the pearl_tutor agent loop records next to the reward loop's info
             extra["pearl_episode"] = episodes[session]
@@ -298,3 +305,7 @@ def test_pearl_sync_logs_what_failed(transfer_queue, verl_config):
     replies = [turns + 1 for _, _, _, turns, _ in SESSIONS]
     fallbacks = [session % 2 for session in range(len(SESSIONS))]
     assert metrics["pearl/student/fallback_rate"] == pytest.approx(sum(fallbacks) / sum(replies))
+    judge = [_judge_replies(session, ok) for session, (_, ok, _, _, _) in enumerate(SESSIONS)]
+    unparsed, replies = sum(u for _, u in judge), sum(r for r, _ in judge)
+    assert metrics["pearl/judge/parse_failure_rate"] == pytest.approx(unparsed / replies)
+    assert 0 < metrics["pearl/judge/parse_failure_rate"] < 1
