@@ -268,9 +268,12 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
 
     from pearl_verl.local.verl_run import hf_export, latest_checkpoint, run_main_ppo
 
+    from pearl_verl.local.role_rates import served_roles
+
     run = LocalRun(config, extra_overrides)
     out = run.out
-    settings = {"config": asdict(config), "overrides": list(extra_overrides)}
+    roles = served_roles(run.verl_config)
+    settings = {"config": asdict(config), "overrides": list(extra_overrides), "served_roles": list(roles)}
     (out / "config.json").write_text(json.dumps(settings, indent=1))
     metrics_path, heldout_path = out / "metrics.jsonl", out / "heldout.jsonl"
     start = latest_checkpoint(out) if resume else 0
@@ -330,7 +333,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     finally:
         progress.close()  # also ends the bar's line before an error is printed
     plot_curves(rows, out / "curves.png", f"pearl-verl train-local ({config.model}, seed {config.seed})")
-    _write_summary(out, read_heldout(heldout_path))
+    _write_summary(out, read_heldout(heldout_path), rows, roles)
     return rows
 
 
@@ -354,15 +357,21 @@ def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
     tmp.replace(path)
 
 
-def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]]) -> None:
-    """summary.txt and dialogues.md from the evaluation RL started from and the last one."""
+def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]], rows: list[dict[str, Any]],
+                   roles: tuple[str, ...]) -> None:
+    """summary.txt: the served roles' rates, and the evaluation RL started from against the last one
+    (with dialogues.md) when there are two."""
     from pearl_verl.local.heldout import summary
     from pearl_verl.local.heldout import write_dialogues as write_heldout_dialogues
+    from pearl_verl.local.role_rates import role_lines, role_rates
 
+    lines = []
     rl_start = [held for phase, held in evaluations if phase in ("initial", "cold_start")]
-    if not rl_start or evaluations[-1][1] is rl_start[-1]:
-        return
-    before, after = rl_start[-1], evaluations[-1][1]
-    (out / "summary.txt").write_text(summary(before, after) + "\n", encoding="utf-8")
-    write_heldout_dialogues(out / "dialogues.md", before, after)
+    if rl_start and evaluations[-1][1] is not rl_start[-1]:
+        before, after = rl_start[-1], evaluations[-1][1]
+        lines.append(summary(before, after))
+        write_heldout_dialogues(out / "dialogues.md", before, after)
+    lines += role_lines(role_rates(rows, roles))
+    if lines:
+        (out / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 

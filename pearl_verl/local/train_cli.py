@@ -8,6 +8,7 @@ import sys
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.local.config import LocalTrainConfig
+from pearl_verl.student.fallbacks import add_fallback_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,15 +21,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_config_flags(parser, LocalTrainConfig)
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out-dir")
+    add_fallback_flag(parser, role="served student")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                         help="Hydra overrides for verl's main_ppo, after the run's own (e.g. trainer.save_freq=5)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
     from pathlib import Path
 
     from pearl_verl.local.quiet import quiet_run
+    from pearl_verl.local.role_rates import role_rates, role_verdict
     from pearl_verl.local.train import run_training
     from pearl_verl.local.verl_run import latest_checkpoint
 
@@ -46,4 +50,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"done: step {last} of {config.steps}; outputs in {config.out_dir} (summary.txt, dialogues.md, "
           f"curves.png, metrics.jsonl, heldout.jsonl, dialogues/, checkpoints/; verl's and the libraries' output in "
           f"train.log); read the dialogues with: pearl-verl view {config.out_dir} -o view.html")
+    settings = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    verdict = role_verdict(role_rates(rows, settings.get("served_roles", ())), args.max_fallback_rate)
+    if verdict is not None:
+        print(verdict, file=sys.stderr)
+        return 1
     return 0

@@ -3,9 +3,9 @@
 A student model too weak for the format (or a server that ignores structured output) does not
 crash a run: the planner's labels fall back to the rule planner and the message to a template
 (``StudentTurnState.plan_source`` / ``reply_source`` = ``fallback``). A run where that is most of
-the replies is not an evaluation of the student model, so ``simulate``, ``eval-tutor`` and
-``gen-sft`` report these rates on screen and in their summary file, and exit 1 above
-``--max-fallback-rate``.
+the replies is not an evaluation of the student model, so ``simulate``, ``eval-tutor``,
+``gen-sft``, ``eval-simulator`` and ``train-local`` report these rates on screen and in their
+summary file, and exit 1 above ``--max-fallback-rate``.
 """
 
 from __future__ import annotations
@@ -90,11 +90,22 @@ class FallbackRates:
     def verdict(self, max_rate: float, flag: str = "--structured-output") -> str | None:
         """The error line when either rate is above ``max_rate``; None otherwise."""
         worst = max((r for r in (self.label_rate, self.message_rate) if r is not None), default=0.0)
-        if worst <= max_rate:
-            return None
-        return (f"error: {100 * worst:.0f}% of the student replies fell back to the rules (above "
-                f"--max-fallback-rate {max_rate:g}): the student model is not following the format; try "
-                f"{flag} json_object or a stronger model")
+        return fallback_verdict(worst, max_rate, f"{flag} json_object")
+
+
+def fallback_verdict(rate: float, max_rate: float, remedy: str) -> str | None:
+    """The error line of every command when ``rate`` of the student replies fell back, above ``max_rate``.
+
+    Args:
+        rate: the share of replies that fell back.
+        max_rate: ``--max-fallback-rate``.
+        remedy: the setting to try first, as the command takes it (``--structured-output json_object``).
+    """
+    if rate <= max_rate:
+        return None
+    return (f"error: {100 * rate:.0f}% of the student replies fell back to the rules (above "
+            f"--max-fallback-rate {max_rate:g}): the student model is not following the format; try "
+            f"{remedy} or a stronger model")
 
 
 def add_fallback_flag(parser: argparse._ActionsContainer, role: str = "student") -> None:
