@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
 from pearl_verl.ranges import COUNT, POSITIVE
+from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--parse-retries", type=COUNT.flag, default=2, help="calls again on output that fails the schema")
     parser.add_argument("--concurrency", type=POSITIVE.flag, default=16)
     parser.add_argument("--retry-failed", action="store_true", help="annotate flagged dialogues again")
+    add_fallback_flag(parser, role="evaluated student")
     add_progress_flag(parser)
     parser.set_defaults(handler=run)
 
@@ -98,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     rows = [r for k, r in read_results(output).items() if k in wanted]
     simulators = list(dict.fromkeys(d.simulator for d in dialogues))
     summary = simulator_summary(rows, simulators)
+    fallbacks = {s: fallback_rates(dialogues, s) for s in simulators}
+    for simulator, rates in fallbacks.items():
+        summary[simulator]["student_fallbacks"] = rates.to_dict()
     markdown = simulator_markdown(summary, annotator.source)
     (args.out / "simulator_report.md").write_text(markdown, encoding="utf-8")
     (args.out / "simulator_summary.json").write_text(
@@ -122,4 +128,15 @@ def run(args: argparse.Namespace) -> int:
     print(markdown)
     plot = f", {args.out / 'controllability.png'}" if curves else " (controllability needs all three ability levels)"
     print(f"wrote {args.out / 'simulator_report.md'}, {args.out / 'simulator_summary.json'}{plot}")
-    return 0 if flagged == 0 else 1
+    verdicts = [(s, r.verdict(args.max_fallback_rate, flag="eval-tutor --student-structured-output")) for s, r in
+                fallbacks.items()]
+    for simulator, verdict in verdicts:
+        if verdict is not None:  # its statistics describe the rules, not the student model
+            print(f"{simulator}: {verdict}", file=sys.stderr)
+    return 0 if flagged == 0 and all(v is None for _, v in verdicts) else 1
+
+
+def fallback_rates(dialogues: list, simulator: str) -> FallbackRates:
+    """How many of one simulator's replies fell back to the rules, from its dialogues' student traces."""
+    return FallbackRates.of([state.to_dict() for state in d.episode.student_trace]
+                            for d in dialogues if d.simulator == simulator)

@@ -28,6 +28,7 @@ from pearl_verl.eval.runner import read_results
 from pearl_verl.eval.stats import Estimate, wilson_ci
 from pearl_verl.jsonl import drop_cut_tail, read_objects
 from pearl_verl.student.diversity import diversity_report
+from pearl_verl.student.fallbacks import FallbackRates
 from pearl_verl.student.taxonomy import BEHAVIOUR_TITLES, BEHAVIOURS
 from pearl_verl.student.types import ABILITY_LEVELS, ATTEMPT_OUTCOMES
 
@@ -177,6 +178,10 @@ def simulator_markdown(summary: Mapping[str, Any], source: str) -> str:
         ),
         "",
     ]
+    fallbacks = {s: FallbackRates.from_dict(v["student_fallbacks"]).line() for s, v in summary.items()
+                 if v.get("student_fallbacks")}
+    if any(fallbacks.values()):  # a simulator whose model was not asked (offline) has no line
+        lines += [f"{s}: {line}." for s, line in fallbacks.items() if line] + [""]
     lines += ["## Attempt-outcome distribution over student replies (%)", ""]
     lines += ["| Simulator | " + " | ".join(ATTEMPT_TITLES[a] for a in ATTEMPT_OUTCOMES) + " |"]
     lines += ["|" + "|".join(["---"] * (len(ATTEMPT_OUTCOMES) + 1)) + "|"]

@@ -266,9 +266,8 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     """
     from tqdm import tqdm
 
-    from pearl_verl.local.verl_run import hf_export, latest_checkpoint, run_main_ppo
-
     from pearl_verl.local.role_rates import served_roles
+    from pearl_verl.local.verl_run import hf_export, latest_checkpoint, run_main_ppo
 
     run = LocalRun(config, extra_overrides)
     out = run.out

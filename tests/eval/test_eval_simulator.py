@@ -37,6 +37,33 @@ def test_planned_labels_from_an_eval_tutor_run(fx, tmp_path, run_cli):
     assert pearl["diversity"]["turns"] == replies
     assert set(pearl["controllability"]) == {"low", "medium", "high"}
     assert "PLANNED LABELS, NOT ANNOTATIONS" in (out / "simulator_report.md").read_text()
+    assert pearl["student_fallbacks"]["label_turns"] == 0  # the offline student asks no model: nothing to count
+
+
+def test_a_simulator_whose_replies_mostly_fell_back_is_named_and_fails(fx, tmp_path, run_cli, capsys):
+    run = tmp_path / "run"
+    tutor = ["--tutor", "name=s,scripted=socratic", "--judge", "none", "--max-turns", "3"]
+    assert run_cli("eval-tutor", fx.GSM8K, "--limit", "2", *tutor, "--out", run) == 0
+    weak = tmp_path / "weak.jsonl"  # the same dialogues, as an LLM student whose replies all fell back would leave them
+    with weak.open("w") as handle:
+        for row in fx.read_jsonl(run / "results.jsonl"):
+            for state in row["episode"]["student_trace"][1:]:
+                state["plan_source"], state["reply_source"] = "llm", "fallback"
+            handle.write(json.dumps({**row, "id": "weak-" + row["id"], "simulator": "weak"}) + "\n")
+    out = tmp_path / "sim"
+    code = run_cli("eval-simulator", run / "results.jsonl", weak, "--annotator", "planned", "--out", out)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "weak: error: 100% of the student replies fell back to the rules (above --max-fallback-rate 0.5)" in err
+    assert "pearl:" not in err
+    summary = json.loads((out / "simulator_summary.json").read_text())["simulators"]
+    replies = summary["weak"]["student_fallbacks"]["message_turns"]
+    assert replies > 0 and summary["weak"]["student_fallbacks"]["message_fallbacks"] == replies
+    assert summary["weak"]["student_fallbacks"]["label_fallbacks"] == 0
+    assert f"weak: student replies that fell back to the rules: labels 0/{replies} (0%), messages {replies}/{replies}" \
+        in (out / "simulator_report.md").read_text()
+    assert run_cli("eval-simulator", run / "results.jsonl", weak, "--annotator", "planned", "--out", out,
+                   "--max-fallback-rate", "1") == 0
 
 
 def test_llm_annotator_endpoint_with_a_flagged_dialogue_and_resume(fx, tmp_path, run_cli, capsys):

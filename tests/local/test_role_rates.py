@@ -30,7 +30,7 @@ def test_rates_lines_and_verdict_over_the_training_steps():
         "judge replies that did not parse: 12% over 2 training steps (worst step 25%)",
     ]
     verdict = role_verdict(rates, 0.5)
-    assert verdict.startswith("error: 70% of the student replies fell back to the rules (above --max-fallback-rate 0.5)")
+    assert verdict.startswith("error: 70% of the student replies fell back to the rules (above --max-fallback-rate 0.5")
     assert "pearl.student.structured_output=json_object" in verdict
     assert role_verdict(rates, 0.75) is None
     assert role_rates(STEPS, ("judge",)).keys() == {"judge"}  # an offline student logs 0s: not reported
