@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
+from pearl_verl.llm.types import UsageMeter
 
 if TYPE_CHECKING:
     from pearl_verl.llm.types import EndpointConfig
@@ -44,7 +45,8 @@ def fill_cache(
         on_done: called after each problem (progress bars).
 
     Returns:
-        ``{"problems", "extractor", "cache_dir", "disk_hits", "rules", "llm", "fallbacks", "llm_calls", ...}``.
+        ``{"problems", "extractor", "cache_dir", "disk_hits", "rules", "llm", "fallbacks", "llm_calls",
+        "structured_output", ...}``.
     """
     from pearl_verl.knowledge.cache import DecompositionCache
     from pearl_verl.knowledge.curriculum import load_curriculum
@@ -76,4 +78,5 @@ def fill_cache(
     stats: dict[str, Any] = {key: 0 for key in ("disk_hits", "rules", "llm", "fallbacks", "llm_calls")}
     stats.update(decomposer.stats)
     stats.update({"problems": len(problems), "extractor": decomposer.extractor, "cache_dir": str(cache_dir)})
+    stats["structured_output"] = UsageMeter.note_of(backend)  # the mode auto found; None without a model call
     return stats

@@ -29,6 +29,7 @@ from pearl_verl.data.prepare import PrepareConfig
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.ranges import SHARE
+from pearl_verl.redact import redact
 from pearl_verl.student.types import ABILITY_LEVELS
 
 if TYPE_CHECKING:
@@ -145,7 +146,16 @@ def run(args: argparse.Namespace) -> int:
             f"{k['disk_hits']} | rules {k['rules']} | llm {k['llm']} | fallbacks {k['fallbacks']} | "
             f"llm calls {k['llm_calls']}"
         )
+        if k.get("structured_output"):  # the mode auto found, and what the server refused on the way
+            print(redact(k["structured_output"]))
     print("wrote " + ", ".join(str(p) for p in written) + f", {args.out_dir / SUMMARY_NAME}")
+    if report.knowledge is not None and endpoint is not None:
+        from pearl_verl.knowledge.decompose_cli import all_fell_back
+
+        failure = all_fell_back(report.knowledge, report.knowledge["problems"], endpoint.model, endpoint.base_url)
+        if failure is not None:  # the rows are written; the cache has none of the model's units
+            print(redact(failure), file=sys.stderr)
+            return 1
     return 0
 
 

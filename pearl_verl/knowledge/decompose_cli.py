@@ -79,14 +79,19 @@ def run(args: argparse.Namespace) -> int:
     note = UsageMeter.note_of(backend)
     if note:  # the mode auto found, and what the server refused on the way (its status and message)
         print(redact(note))
-    if backend is not None and stats["fallbacks"] and not stats["llm"]:
-        # nothing the extractor wrote was usable, and fallbacks are not cached (a rerun tries again)
-        print(
-            redact(
-                f"error: every extraction fell back to the rules ({stats['fallbacks']} of {len(problems)} problems): "
-                f"{args.model} at {args.base_url} gave no valid knowledge units; nothing was cached"
-            ),
-            file=sys.stderr,
-        )
+    failure = all_fell_back(stats, len(problems), args.model, args.base_url) if backend is not None else None
+    if failure is not None:
+        print(redact(failure), file=sys.stderr)
         return 1
     return 0
+
+
+def all_fell_back(stats: dict, problems: int, model: str, base_url: str) -> str | None:
+    """The error line when the extraction model was asked and nothing it wrote was usable, else None.
+
+    Fallbacks are not cached, so a rerun (with a better model or structured output) tries again.
+    """
+    if not stats["fallbacks"] or stats["llm"]:
+        return None
+    return (f"error: every extraction fell back to the rules ({stats['fallbacks']} of {problems} problems): "
+            f"{model} at {base_url} gave no valid knowledge units; nothing was cached")

@@ -1,7 +1,8 @@
 """``pearl-verl gen-sft PREPARED.parquet... -o DIR``: cold-start SFT dialogues from a teacher model.
 
 Writes ``DIR/dialogues.jsonl`` (every generated dialogue, appended as it finishes; a rerun resumes
-it), then ``DIR/train.parquet`` / ``DIR/val.parquet`` for verl's multi-turn SFT trainer and
+it, and is refused when the settings in ``DIR/generation_settings.json`` differ), then
+``DIR/train.parquet`` / ``DIR/val.parquet`` for verl's multi-turn SFT trainer and
 ``DIR/sft_summary.json`` (kept and dropped by reason, tutor-turn histograms). Filters and formats:
 :mod:`pearl_verl.sft.filters`, :mod:`pearl_verl.sft.dataset`, docs/data.md. Examples::
 
@@ -29,6 +30,7 @@ from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defau
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.ranges import POSITIVE, VAL_FRACTION
+from pearl_verl.run_settings import check_resume, write_settings
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
@@ -38,6 +40,13 @@ JUDGES: tuple[str, ...] = ("none", "offline", "llm")
 TEACHER_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
 """The teacher's sampling defaults where they differ from :class:`EndpointSettings`' (ours; not in the paper)."""
 _STUDENT_FIELDS = ("planner", "cache_dir")
+RESUME_SETTINGS = ("teacher", "teacher_model", "teacher_temperature", "teacher_top_p", "teacher_top_k",
+                   "teacher_max_tokens", "no_reference", "max_turns", "samples_per_row", "simulator", "student_backend",
+                   "student_model", "student_planner", "student_structured_output")
+"""What decides a recorded dialogue: a rerun that resumes ``dialogues.jsonl`` must use the same values.
+
+The gate judge is left out on purpose: a rerun may add one to judge the recorded dialogues."""
+SETTINGS_NAME = "generation_settings.json"
 _FILTER_FIELDS = ("min_tutor_turns", "attempts_before_answer", "turn_balance", "judge_min_score")
 
 
@@ -178,7 +187,11 @@ def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.sft.generate import generate
 
+    settings = {name: getattr(args, name) for name in RESUME_SETTINGS}
+    settings_path = records_path.with_name(SETTINGS_NAME)
+    check_resume(records_path, settings_path, settings, "--out-dir", missing_ok=True)
     tutor, simulator, judge = build_teacher(args), build_student(args), build_gate_judge(args)
+    write_settings(settings_path, settings)
     progress = _progress(len(jobs), args.no_progress)
     try:
         stats = asyncio.run(

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError, located
-from pearl_verl.jsonl import drop_cut_tail, read_appended, read_json
+from pearl_verl.jsonl import drop_cut_tail, read_appended
+from pearl_verl.run_settings import check_resume, write_settings
 
 RESUME_SETTINGS = ("problems", "limit", "simulator", "backend", "model", "planner", "no_refine", "tutor",
                    "tutor_model", "tutor_max_tokens", "ability", "seed", "max_turns", "structured_output")
@@ -42,15 +43,8 @@ class TurnOutput:
 
     def resume(self, jobs: list[Any]) -> dict[int, list[dict[str, Any]]]:
         """The complete dialogues already in the file, by job index (a cut one is dropped from the file)."""
-        if self.path is None or not self.path.exists() or not self.path.stat().st_size:
+        if self.path is None or not check_resume(self.path, self.settings_path, self.settings, "--out"):
             return {}
-        stored = read_json(self.settings_path, "simulate settings") if self.settings_path.exists() else None
-        if stored != json.loads(json.dumps(self.settings)):
-            changed = ", ".join(sorted(k for k in self.settings if not stored or stored.get(k) != self.settings[k]))
-            raise InputError(
-                f"{self.path} holds another run's dialogues (settings differ: {changed or 'no settings file'}); "
-                "pick another --out, or delete it to start over."
-            )
         drop_cut_tail(self.path)
         rows: dict[int, list[dict[str, Any]]] = {}
         for number, row in read_appended(self.path):
@@ -83,7 +77,7 @@ class TurnOutput:
             yield
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.settings_path.write_text(json.dumps(self.settings, indent=1), encoding="utf-8")
+        write_settings(self.settings_path, self.settings)
         with self.path.open("a", encoding="utf-8") as self._handle:
             yield
 

@@ -116,6 +116,26 @@ def test_the_knowledge_cache_is_filled_with_rules_offline_and_with_an_extraction
     assert all({"subtraction", "multiplication"} <= set(s["units"]) for s in stored)
 
 
+def test_an_extractor_whose_every_reply_falls_back_fails_and_names_the_structured_output(pearl_verl, tmp_path, capsys):
+    from pearl_verl.llm.local_server import Reply
+
+    def chatty(request):  # llama-cpp-python's answer to json_schema, then a weak model's prose
+        if (request.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(status=500, error_message="Input should be 'text' or 'json_object'")
+        return "Sure! The units are addition and subtraction."
+
+    with LocalChatServer(chatty, model="student") as server:
+        argv = ["gsm8k=@fixture", "--limit", "2", "-o", tmp_path / "e", "--cache-dir", tmp_path / "cache",
+                "--extract-base-url", server.base_url, "--extract-model", "student", "--extract-max-retries", "0"]
+        assert pearl_verl(*argv) == 1
+    captured = capsys.readouterr()
+    assert "structured output: json_object (the server refused json_schema: http_500: " in captured.out
+    assert "error: every extraction fell back to the rules (2 of 2 problems): student at http" in captured.err
+    assert (tmp_path / "e" / "train.parquet").exists()  # the rows are written; only the cache stayed empty
+    summary = json.loads((tmp_path / "e" / "prepare_summary.json").read_text())
+    assert summary["knowledge"]["structured_output"].startswith("structured output: json_object")
+
+
 def test_a_training_student_reads_the_prefilled_cache_without_calling_the_endpoint(pearl_verl, tmp_path):
     import asyncio
 

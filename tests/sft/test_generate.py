@@ -186,3 +186,19 @@ def test_a_student_model_that_falls_back_fails_the_run(prepared, run_gen_sft, tm
     assert fallbacks["label_turns"] > 0 and fallbacks["label_rate"] == 1.0
     assert json.loads((out / SUMMARY_NAME).read_text())["structured_output"] == {
         "student": "structured output: json_schema"}
+
+
+def test_a_rerun_with_another_student_setting_is_refused_before_any_dialogue(prepared, run_gen_sft, tmp_path):
+    out = tmp_path / "sft"
+    argv = [prepared, "-o", out, "--teacher", "scripted", "--limit", "2", "--no-progress"]
+    assert run_gen_sft(*argv) == 0
+    recorded = (out / RECORDS_NAME).read_text()
+    settings = json.loads((out / "generation_settings.json").read_text())
+    assert settings["student_structured_output"] == "auto" and settings["teacher"] == "scripted"
+    with pytest.raises(ValueError, match=r"holds another run's dialogues \(settings differ: max_turns, "
+                                         r"student_structured_output\); pick another --out-dir"):
+        run_gen_sft(*argv, "--student-structured-output", "json_object", "--max-turns", "4")
+    assert (out / RECORDS_NAME).read_text() == recorded  # refused before anything was appended
+    assert run_gen_sft(*argv, "--judge-backend", "offline") == 0  # a gate judge may be added on a rerun
+    (out / "generation_settings.json").unlink()  # a folder an earlier version wrote: taken as this run's
+    assert run_gen_sft(*argv) == 0 and (out / "generation_settings.json").exists()

@@ -1,0 +1,55 @@
+"""The settings a resumable output was written with, kept beside it, so a rerun cannot mix two runs.
+
+``simulate --out`` and ``gen-sft -o`` append finished dialogues and resume on a rerun. A rerun with
+another model, tutor, seed or structured-output mode would add dialogues of a different run to the
+same file and one summary would count both, so the settings that decide the dialogues are written
+next to the output and a rerun with other values is refused, naming them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.errors import InputError
+from pearl_verl.jsonl import read_json
+
+
+def check_resume(output: Path, settings_path: Path, settings: Mapping[str, Any], pick: str,
+                 missing_ok: bool = False) -> bool:
+    """Refuse to resume ``output`` when it was written with other ``settings``.
+
+    Args:
+        output: the file a rerun appends to; nothing to check when it is absent or empty.
+        settings_path: where the settings of the run that wrote it are.
+        settings: this run's.
+        pick: the flag that chooses another output, for the message (``--out``).
+        missing_ok: an output without a settings file (written by a version that kept none) is
+            taken as this run's; otherwise it is refused like one with other settings.
+
+    Returns:
+        Whether ``output`` holds dialogues to resume.
+
+    Raises:
+        InputError: naming the settings that differ.
+    """
+    if not output.exists() or not output.stat().st_size:
+        return False
+    if not settings_path.exists() and missing_ok:
+        return True
+    stored = read_json(settings_path, "run settings") if settings_path.exists() else None
+    current = json.loads(json.dumps(dict(settings)))  # as stored: tuples are lists, paths strings
+    if stored != current:
+        changed = ", ".join(sorted(k for k in current if not isinstance(stored, dict) or stored.get(k) != current[k]))
+        raise InputError(
+            f"{output} holds another run's dialogues (settings differ: {changed or 'no settings file'}); "
+            f"pick another {pick}, or delete it to start over."
+        )
+    return True
+
+
+def write_settings(settings_path: Path, settings: Mapping[str, Any]) -> None:
+    settings_path.parent.mkdir(parents=True, exist_ok=True)
+    settings_path.write_text(json.dumps(dict(settings), indent=1, default=str), encoding="utf-8")
