@@ -10,6 +10,7 @@ A result line::
 
     {"id": "<tutor>|<simulator>|<item_id>", "tutor", "simulator", "item_id", "seed",
      "episode": EpisodeRecord.to_dict() | null, "error": str | null, "elapsed_s",
+     "tutor_cut_replies": tutor messages the server cut at max_tokens,
      "judge": {8 dimensions, judge_ok, completed, tutor_turns, judge_latency_s, gate, attempts,
                error} | null}
 
@@ -37,7 +38,7 @@ from pearl_verl.jsonl import drop_cut_tail, input_file, read_appended
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.student.types import StudentSimulator
-from pearl_verl.tutor.policy import TutorPolicy
+from pearl_verl.tutor.policy import TutorPolicy, counting_cut_replies
 
 logger = logging.getLogger(__name__)
 
@@ -233,9 +234,11 @@ async def _run_job(
     try:
         opening = simulator.opening(item.problem, item.condition)
         session = await simulator.start(item.problem, item.condition, item.seed, opening)
-        episode = await run_episode(
-            item.problem, item.condition, session, opening, policy_step(tutor, item.problem), limits
-        )
+        with counting_cut_replies() as cut:
+            episode = await run_episode(
+                item.problem, item.condition, session, opening, policy_step(tutor, item.problem), limits
+            )
+        row["tutor_cut_replies"] = cut[0]
     except Exception as exc:  # a broken simulator or tutor must flag its dialogue, not stop the run
         logger.exception("dialogue %s raised", job.id)
         row["error"] = f"{type(exc).__name__}: {exc}"

@@ -179,6 +179,10 @@ def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: f
     summary["student_fallbacks"] = fallbacks.to_dict()
     if fallbacks.line():
         markdown += f"\n\n{fallbacks.line()}."
+    summary["tutor_cut_replies"] = cut = cut_replies(rows, tutors)
+    cut_line = cut_replies_line(cut, manifest.protocol.max_tokens)
+    if cut_line:
+        markdown += f"\n\n{cut_line}."
     (folder / "report.md").write_text(markdown + "\n", encoding="utf-8")
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     groups = summary["groups"]
@@ -208,8 +212,28 @@ def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: f
             f"wrote {folder / 'report.md'}, {folder / 'summary.json'}"
             + (f", {folder / 'radar.png'}, {folder / 'bars.png'}" if groups else " (no judged dialogue: no plots)")
         )
+    if cut_line:  # truncated messages are still judged: the reader must know the scores include them
+        print(f"warning: {cut_line}; those messages end mid-way: raise --max-tokens (the protocol's default is the "
+              "paper's 8192)", file=sys.stderr)
     verdict = fallbacks.verdict(max_fallback_rate, flag="--student-structured-output")
     if verdict is not None:
         print(verdict, file=sys.stderr)
         return 1
     return 0
+
+
+def cut_replies(rows: list[dict[str, Any]], tutors: list[str]) -> dict[str, dict[str, int]]:
+    """Per tutor: its messages in the run's dialogues, and those the server cut at ``max_tokens``."""
+    counts = {name: {"cut": 0, "replies": 0} for name in tutors}
+    for row in rows:
+        if row.get("episode") and row.get("tutor") in counts:
+            counts[row["tutor"]]["cut"] += int(row.get("tutor_cut_replies") or 0)
+            counts[row["tutor"]]["replies"] += sum(t["role"] == "tutor" for t in row["episode"]["turns"])
+    return counts
+
+
+def cut_replies_line(counts: dict[str, dict[str, int]], max_tokens: int | None) -> str | None:
+    """``tutor replies cut at --max-tokens N: name a/b (x%), ...`` for the tutors with any; None when none was."""
+    cut = [f"{name} {c['cut']}/{c['replies']} ({100 * c['cut'] / c['replies']:.0f}%)"
+           for name, c in counts.items() if c["cut"]]
+    return f"tutor replies cut at --max-tokens {max_tokens}: " + ", ".join(cut) if cut else None

@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 from pearl_verl.dialogue.episode import DialogueTurn
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.llm.types import ChatBackend, SamplingConfig
 from pearl_verl.tutor.prompts import tutor_messages
+
+
+_cut_replies: ContextVar[list[int] | None] = ContextVar("tutor_cut_replies", default=None)
+
+
+@contextlib.contextmanager
+def counting_cut_replies() -> Iterator[list[int]]:
+    """``[n]``: the served tutor replies the server cut at ``max_tokens`` within this block.
+
+    One dialogue's task opens it around its episode; a tutor shared by concurrent dialogues then
+    counts each dialogue's cut replies apart (a context variable follows the task, not the tutor).
+    """
+    counter = [0]
+    token = _cut_replies.set(counter)
+    try:
+        yield counter
+    finally:
+        _cut_replies.reset(token)
 
 
 @runtime_checkable
@@ -36,4 +56,7 @@ class ChatTutor:
 
     async def reply(self, problem: Problem, turns: Sequence[DialogueTurn]) -> str:
         result = await self.backend.chat(tutor_messages(problem, turns, self.include_reference), self.sampling)
+        counter = _cut_replies.get()
+        if counter is not None and result.finish_reasons[:1] == ("length",):  # the message is cut mid-way
+            counter[0] += 1
         return result.text

@@ -242,3 +242,27 @@ def test_a_failing_tutor_endpoint_flags_dialogues_and_they_can_be_retried(fx, tm
     if judge == "offline":
         assert all(r["judge"]["judge_ok"] == 1 for r in final.values())
         assert "| ep |" in (tmp_path / "report.md").read_text()
+
+
+def test_tutor_replies_cut_at_max_tokens_are_counted_per_dialogue_and_reported(fx, tmp_path, run_cli, capsys):
+    from pearl_verl.llm.local_server import Reply
+
+    def rambling(body):  # a weak model's first message runs into the cap; its second is whole
+        if sum(m["role"] == "assistant" for m in body["messages"]) == 0:
+            return Reply(text="Let us think about the apples and the boxes and", finish_reason="length")
+        return "What do you get when you check it again? [END_OF_SESSION]"
+
+    with LocalChatServer(rambling) as server:
+        spec = f"name=rambler,base_url={server.base_url},model=tutor"
+        args = ["eval-tutor", fx.GSM8K, "--limit", "3", "--tutor", spec, "--tutor", "name=s,scripted=socratic",
+                "--judge", "offline", "--max-tokens", "16", "--concurrency", "3", "--out", tmp_path]
+        assert run_cli(*args) == 0
+    err = capsys.readouterr().err
+    rows = fx.read_jsonl(tmp_path / "results.jsonl")
+    assert {r["tutor_cut_replies"] for r in rows if r["tutor"] == "rambler"} == {1}  # one per dialogue, not shared
+    assert {r["tutor_cut_replies"] for r in rows if r["tutor"] == "s"} == {0}
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["tutor_cut_replies"] == {"rambler": {"cut": 3, "replies": 6}, "s": {"cut": 0, "replies": sum(
+        sum(t["role"] == "tutor" for t in r["episode"]["turns"]) for r in rows if r["tutor"] == "s")}}
+    assert "tutor replies cut at --max-tokens 16: rambler 3/6 (50%)." in (tmp_path / "report.md").read_text()
+    assert "warning: tutor replies cut at --max-tokens 16: rambler 3/6 (50%); those messages end mid-way" in err
