@@ -167,6 +167,10 @@ class LLMAnnotator:
         parse_retries: extra calls after an output that fails the schema.
     """
 
+    DEFAULT_MAX_TOKENS = 4096
+    """``--annotator-max-tokens``: a 20-reply annotation is a few hundred tokens; the rest is room for a
+    reasoning model's ``<think>`` block, which the parser strips (BENCHMARKS.md, reply lengths)."""
+
     def __init__(
         self, backend: ChatBackend, model: str, sampling: SamplingConfig | None = None, parse_retries: int = 2
     ) -> None:
@@ -174,7 +178,7 @@ class LLMAnnotator:
             raise InputError(f"parse_retries={parse_retries} must be >= 0.")
         self.backend = backend
         self.source = f"llm:{model}"
-        self.sampling = sampling or SamplingConfig(temperature=0.0, max_tokens=4096)
+        self.sampling = sampling or SamplingConfig(temperature=0.0, max_tokens=self.DEFAULT_MAX_TOKENS)
         self.parse_retries = parse_retries
 
     async def annotate(self, episode: EpisodeRecord) -> Annotation:

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from pearl_verl.errors import InputError
+from pearl_verl.eval.annotate import LLMAnnotator
 from pearl_verl.eval.common_cli import add_progress_flag
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
 from pearl_verl.ranges import COUNT, POSITIVE
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output directory (resumed when it exists)")
     parser.add_argument("--annotator", choices=("llm", "planned"), default="llm")
     add_endpoint_flags(parser, "annotator-", role="annotator", flags=CONNECTION_FLAGS)  # in flight: --concurrency
-    parser.add_argument("--annotator-max-tokens", type=POSITIVE.flag, default=4096)
+    parser.add_argument("--annotator-max-tokens", type=POSITIVE.flag, default=LLMAnnotator.DEFAULT_MAX_TOKENS)
     parser.add_argument("--parse-retries", type=COUNT.flag, default=2, help="calls again on output that fails the schema")
     parser.add_argument("--concurrency", type=POSITIVE.flag, default=16)
     parser.add_argument("--retry-failed", action="store_true", help="annotate flagged dialogues again")

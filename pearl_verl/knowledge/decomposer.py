@@ -37,8 +37,13 @@ from pearl_verl.llm.types import ChatBackend, LLMCallError, SamplingConfig
 
 logger = logging.getLogger(__name__)
 
-EXTRACTION_SAMPLING = SamplingConfig(temperature=0.0, top_p=1.0, max_tokens=512)
-"""Greedy decoding, so re-running an extraction gives the same units wherever the server allows."""
+EXTRACTION_SAMPLING = SamplingConfig(temperature=0.0, top_p=1.0, max_tokens=1024)
+"""Greedy decoding, so re-running an extraction gives the same units wherever the server allows.
+
+``max_tokens``: a valid reply lists the units of every reference step, so it grows with the
+solution: 61 tokens at the median over GSM8K test and MATH500, 261 at p99, 526 for MATH500's
+longest (29 steps), which 512 cut into a parse failure (``bench/reply_lengths.py``). 1024 holds
+twice that."""
 
 
 class Decomposer:

@@ -12,7 +12,6 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.llm.types import ChatBackend, SamplingConfig
 from pearl_verl.tutor.prompts import tutor_messages
 
-
 _cut_replies: ContextVar[list[int] | None] = ContextVar("tutor_cut_replies", default=None)
 
 
