@@ -6,10 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
+from pearl_verl.eval.common_cli import progress_bar
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.scoring import AGGREGATES
@@ -71,7 +72,7 @@ def run_judge(args: argparse.Namespace) -> int:
     if not _has_lines(input_file(args.input, "dialogue file")):
         raise InputError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
     judge = build_judge(config)
-    progress = _progress(args.no_progress)
+    progress = progress_bar("off" if args.no_progress else "auto", None, "dialogue", "judge")
     summary = asyncio.run(
         judge_file(
             judge,
@@ -155,14 +156,6 @@ def _verdict(summary: BatchSummary, input_path: Path, output: Path) -> tuple[int
     if flagged and not ok:
         return 1, f"error: no dialogue in {output} was judged: all {flagged} ended in a tutor or student backend error"
     return 0, None
-
-
-def _progress(disabled: bool) -> Any:
-    if disabled or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(unit="dialogue", file=sys.stderr)
 
 
 def run_sft_data(args: argparse.Namespace) -> int:

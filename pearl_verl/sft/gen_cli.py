@@ -25,6 +25,7 @@ from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
+from pearl_verl.eval.common_cli import progress_bar
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
@@ -192,7 +193,7 @@ def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple
     check_resume(records_path, settings_path, settings, "--out-dir", missing_ok=True)
     tutor, simulator, judge = build_teacher(args), build_student(args), build_gate_judge(args)
     write_settings(settings_path, settings)
-    progress = _progress(len(jobs), args.no_progress)
+    progress = progress_bar("off" if args.no_progress else "auto", len(jobs), "dialogue", "gen-sft")
     try:
         stats = asyncio.run(
             generate(
@@ -270,11 +271,3 @@ def _token_counter(tokenizer_path: str) -> Any:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     return count
-
-
-def _progress(total: int, disabled: bool) -> Any:
-    if disabled or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="dialogue", desc="gen-sft", file=sys.stderr)
