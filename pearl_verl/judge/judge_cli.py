@@ -13,6 +13,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import progress_bar
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
+from pearl_verl.judge.reward_info import unparsed_line
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.types import UsageMeter
@@ -87,10 +88,15 @@ def run_judge(args: argparse.Namespace) -> int:
     if progress is not None:
         progress.close()
     _report(summary, args.output)
+    stats = getattr(judge, "stats", None)
+    if stats is not None:  # this run's replies, like the means above
+        unparsed = sum(stats.parse_failures.values())
+        line = unparsed_line(stats.samples_parsed + unparsed, unparsed)
+        if line:
+            print(line)
     note = UsageMeter.note_of(judge)
     if note:
         print(note)
-    stats = getattr(judge, "stats", None)
     if getattr(stats, "n_ignored", False):
         print(f"note: the endpoint ignores n (one sample per request), so the {config.samples} samples of each "
               "dialogue were asked for one request each (samples_per_request=false does this from the start)")

@@ -73,3 +73,15 @@ def reward_score(info: dict[str, float | int]) -> float:
     if not info.get(JUDGE_OK_KEY):
         return PLACEHOLDER
     return sum(float(info[d]) for d in DIMENSIONS) / len(DIMENSIONS)
+
+
+def unparsed_line(replies: int, unparsed: int) -> str | None:
+    """``judge replies that did not parse: a/b (x%)`` for a summary, or None when none failed.
+
+    Parse retries rescue most judgements of a weak judge, so its flagged count alone hides it; this
+    is the share of its replies that did not follow the output contract (``judge-check`` measures
+    whether the rest rank dialogues).
+    """
+    if not unparsed or not replies:
+        return None
+    return f"judge replies that did not parse: {unparsed}/{replies} ({100 * unparsed / replies:.0f}%)"

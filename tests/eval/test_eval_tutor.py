@@ -266,3 +266,24 @@ def test_tutor_replies_cut_at_max_tokens_are_counted_per_dialogue_and_reported(f
         sum(t["role"] == "tutor" for t in r["episode"]["turns"]) for r in rows if r["tutor"] == "s")}}
     assert "tutor replies cut at --max-tokens 16: rambler 3/6 (50%)." in (tmp_path / "report.md").read_text()
     assert "warning: tutor replies cut at --max-tokens 16: rambler 3/6 (50%); those messages end mid-way" in err
+
+
+def test_an_llm_judge_whose_replies_fail_to_parse_is_named_in_the_report(fx, tmp_path, run_cli):
+    from pearl_verl.faults.responders import judge_reply
+
+    seen = set()
+
+    def judge(body):  # each dialogue's first reply copies the placeholder; the retry is a real judgement
+        key = body["messages"][1]["content"]
+        if key in seen:
+            return judge_reply(body)
+        seen.add(key)
+        return '{"acc": {"statements_correct": {"score": 2, "rationale": "<one or two sentences>"}}}'
+
+    with LocalChatServer(judge) as server:
+        args = ["eval-tutor", fx.GSM8K, "--limit", "2", "--tutor", "name=s,scripted=socratic", "--judge", "llm",
+                "--judge-base-url", server.base_url, "--judge-model", "j", "--judge-concurrency", "1", "--out", tmp_path]
+        assert run_cli(*args) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["judge_replies"] == {"replies": 4, "unparsed": 2}
+    assert "judge replies that did not parse: 2/4 (50%)." in (tmp_path / "report.md").read_text()

@@ -260,3 +260,25 @@ def test_the_structured_output_the_server_took_is_said(tmp_path, make_episode, m
     assert [body["response_format"]["type"] for body in server.requests] == ["json_schema", "json_object", "json_object"]
     assert ("structured output: json_object (the server refused json_schema: http_400: "
             in capsys.readouterr().out)
+
+
+def test_a_judge_whose_replies_fail_to_parse_is_named_even_when_retries_rescue_it(tmp_path, make_episode, make_output,
+                                                                                 capsys):
+    episodes = [make_episode([f"Student {i}", "What is 3 times 4?", "12"], end_reason="turn_limit") for i in range(3)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, episodes)
+    seen = set()
+
+    def respond(body):  # every dialogue's first reply is junk, its retry valid
+        key = body["messages"][1]["content"]
+        if key in seen:
+            return make_output()
+        seen.add(key)
+        return '{"acc": "10"}'
+
+    with LocalChatServer(respond) as server:
+        assert _main(*_llm_args(source, out, server, "--concurrency", "1")) == 0  # every judgement is ok in the end
+    printed = capsys.readouterr().out
+    assert "3 judged (3 ok, 0 failed)" in printed
+    assert "judge replies that did not parse: 3/6 (50%)" in printed
+    assert [(r["judge_replies"], r["judge_unparsed"]) for r in _rows(out)] == [(2, 1)] * 3
