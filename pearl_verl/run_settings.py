@@ -1,9 +1,9 @@
 """The settings a resumable output was written with, kept beside it, so a rerun cannot mix two runs.
 
-``simulate --out`` and ``gen-sft -o`` append finished dialogues and resume on a rerun. A rerun with
-another model, tutor, seed or structured-output mode would add dialogues of a different run to the
-same file and one summary would count both, so the settings that decide the dialogues are written
-next to the output and a rerun with other values is refused, naming them.
+``simulate --out``, ``gen-sft -o`` and ``judge -o`` append finished dialogues (or judgements) and
+resume on a rerun. A rerun with another model, tutor, seed or structured-output mode would add
+those of a different run to the same file and one summary would count both, so the settings that
+decide them are written next to the output and a rerun with other values is refused, naming them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pearl_verl.jsonl import read_json
 
 
 def check_resume(output: Path, settings_path: Path, settings: Mapping[str, Any], pick: str,
-                 missing_ok: bool = False) -> bool:
+                 missing_ok: bool = False, what: str = "dialogues") -> bool:
     """Refuse to resume ``output`` when it was written with other ``settings``.
 
     Args:
@@ -28,9 +28,10 @@ def check_resume(output: Path, settings_path: Path, settings: Mapping[str, Any],
         pick: the flag that chooses another output, for the message (``--out``).
         missing_ok: an output without a settings file (written by a version that kept none) is
             taken as this run's; otherwise it is refused like one with other settings.
+        what: what the output holds, for the message.
 
     Returns:
-        Whether ``output`` holds dialogues to resume.
+        Whether ``output`` holds anything to resume.
 
     Raises:
         InputError: naming the settings that differ.
@@ -44,7 +45,7 @@ def check_resume(output: Path, settings_path: Path, settings: Mapping[str, Any],
     if stored != current:
         changed = ", ".join(sorted(k for k in current if not isinstance(stored, dict) or stored.get(k) != current[k]))
         raise InputError(
-            f"{output} holds another run's dialogues (settings differ: {changed or 'no settings file'}); "
+            f"{output} holds another run's {what} (settings differ: {changed or 'no settings file'}); "
             f"pick another {pick}, or delete it to start over."
         )
     return True

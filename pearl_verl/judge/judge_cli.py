@@ -18,6 +18,7 @@ from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.ranges import SHARE
+from pearl_verl.run_settings import check_resume, write_settings
 
 if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 JUDGE_DEFAULTS = JudgeConfig(backend="offline")
 JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens")
 """The judge's own settings that ``pearl-verl judge`` takes as flags (beside backend and the endpoint's)."""
+RESUME_SETTINGS = ("backend", "model", "structured_output", "samples", "aggregate", "temperature", "max_tokens")
+"""What decides a judgement: a rerun that resumes ``-o`` must use the same (kept in ``OUT.settings.json``)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,7 +75,11 @@ def run_judge(args: argparse.Namespace) -> int:
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     if not _has_lines(input_file(args.input, "dialogue file")):
         raise InputError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
+    settings = {name: getattr(config, name) for name in RESUME_SETTINGS}
+    settings_path = args.output.with_name(args.output.name + ".settings.json")
+    check_resume(args.output, settings_path, settings, "-o", missing_ok=True, what="judgements")
     judge = build_judge(config)
+    write_settings(settings_path, settings)
     progress = progress_bar("off" if args.no_progress else "auto", None, "dialogue", "judge")
     summary = asyncio.run(
         judge_file(

@@ -282,3 +282,20 @@ def test_a_judge_whose_replies_fail_to_parse_is_named_even_when_retries_rescue_i
     assert "3 judged (3 ok, 0 failed)" in printed
     assert "judge replies that did not parse: 3/6 (50%)" in printed
     assert [(r["judge_replies"], r["judge_unparsed"]) for r in _rows(out)] == [(2, 1)] * 3
+
+
+def test_a_rerun_with_another_judge_model_or_mode_is_refused(tmp_path, make_episode, make_output, capsys):
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, [make_episode(["Student 0", "What is 3 times 4?", "12"], end_reason="turn_limit")])
+    with LocalChatServer(lambda body: make_output()) as server:
+        assert _main(*_llm_args(source, out, server)) == 0
+        judged = out.read_text()
+        assert json.loads((tmp_path / "out.jsonl.settings.json").read_text())["structured_output"] == "auto"
+        capsys.readouterr()
+        assert _main(*_llm_args(source, out, server, "--structured-output", "json_object")) == 2
+        assert "holds another run's judgements (settings differ: structured_output)" in capsys.readouterr().err
+        other = [a if a != "m" else "other-model" for a in _llm_args(source, out, server)]
+        assert _main(*other) == 2
+        assert "(settings differ: model); pick another -o" in capsys.readouterr().err
+        assert out.read_text() == judged and len(server.requests) == 1
+        assert _main(*_llm_args(source, out, server, "--concurrency", "4")) == 0  # how it runs may change
