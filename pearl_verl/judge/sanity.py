@@ -12,7 +12,10 @@ The rules, each a :class:`JunkRationale` message naming the criterion:
 - a rationale needs :data:`MIN_CONTENT_WORDS` words that are neither the criterion's own key or
   dimension nor scale words (``high``, ``good``, ``yes``, ...); numbers and punctuation are no words;
 - one word repeated for most of a rationale is no sentence;
-- one rationale (up to its numbers) for more than half of the criteria is no judgement of each.
+- one rationale (up to its numbers) for more than half of the criteria is no judgement of each;
+- fewer distinct rationales than a quarter of the criteria is a few sentences cycled through them
+  (measured: 4 sentences over 24 criteria, "No feedback from the tutor was provided", "Yes
+  feedback from the tutor was received", ..., their scores cycling 0, 1, 2).
 
 The prompt asks for "a short rationale citing the evidence (turn numbers)"; every rationale of the
 offline judge and of the test doubles' judgements passes (tests/judge/test_sanity.py).
@@ -32,6 +35,8 @@ REPEATED_SHARE = 0.5
 """A rationale of 4 or more words whose most frequent word is more than this share of them is a repetition."""
 SHARED_RATIONALE_SHARE = 0.5
 """More than this share of a judgement's criteria with one rationale (numbers aside) is no judgement of each."""
+MIN_DISTINCT_SHARE = 0.25
+"""Fewer distinct rationales than this share of the criteria (6 for 24) is a few sentences cycled, not a judgement."""
 
 SCALE_WORDS = frozenset(
     "very high low medium mid middle good bad poor fair ok okay yes no none not na true false correct incorrect "
@@ -69,6 +74,9 @@ def judgement_issue(scores: Sequence[CriterionScore], rubric: Rubric) -> str | N
     if count > SHARED_RATIONALE_SHARE * len(rubric.criteria):
         example = next(score.rationale for score in scores if _form(score.rationale) == form)
         return f"{count} of {len(rubric.criteria)} criteria have the same rationale ({_shown(example)})"
+    if len(forms) < MIN_DISTINCT_SHARE * len(rubric.criteria):
+        return (f"{len(rubric.criteria)} criteria share {len(forms)} rationales, cycled "
+                f"({', '.join(_shown(f, 40) for f, _ in forms.most_common(3))}, ...)")
     return None
 
 

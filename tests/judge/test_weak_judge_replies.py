@@ -1,11 +1,12 @@
 """Replies of a weak served judge, recorded verbatim, are refused: none becomes a score.
 
-``fixtures/weak_judge_replies.json`` holds every judge reply of one ``bench/real_server.py`` run
+``fixtures/weak_judge_replies.json`` holds every judge reply of two ``bench/real_server.py`` runs
 (SmolLM2-135M-Instruct Q4_1 behind llama-cpp-python, structured output ``auto``, which that server
-took as ``json_object``): the served model judging the shipped calibration pairs and eval-tutor's
-dialogues. Some copy the prompt's placeholder, some are not JSON, and the rest fill the format with
-rationales such as "1.8" or "no". Those last ones pass every other rule of the parser: the junk
-check (pearl_verl.judge.sanity) is what keeps their cycling scores out of training.
+took as ``json_object``, and ``json_object`` itself): the served model judging the shipped
+calibration pairs and eval-tutor's dialogues. Some copy the prompt's placeholder, some are not
+JSON, and the rest fill the format with rationales such as "1.8" or "no", or cycle four sentences
+through the 24 criteria. Those last ones pass every other rule of the parser: the junk check
+(pearl_verl.judge.sanity) is what keeps their cycling scores out of training.
 """
 
 import json
@@ -38,3 +39,11 @@ def test_the_junk_check_is_what_refuses_the_replies_that_fill_the_format(monkeyp
     assert len(junk) == RECORDED["junk_rationale"] > 0
     monkeypatch.setattr(parser, "judgement_issue", lambda scores, rubric: None)  # the parser as it was before
     assert [reason(reply) for reply in junk] == ["parsed"] * len(junk)
+
+
+def test_a_few_sentences_cycled_through_the_criteria_are_refused():
+    cycled = [r for r in REPLIES if "The towness of a rule is not allowed" in r["text"]]
+    assert cycled  # recorded from the json_object run: 4 rationales for 24 criteria, scores 0, 1, 2, 0, ...
+    with pytest.raises(JudgeOutputError, match=r"24 criteria share 4 rationales, cycled") as refused:
+        parse_judgement(cycled[0]["text"], finish_reason=cycled[0]["finish_reason"])
+    assert refused.value.reason == "junk_rationale"
