@@ -29,7 +29,7 @@ def served_roles(verl_config: Any) -> tuple[str, ...]:
     roles = []
     if pearl_config_from_root(verl_config).student.backend == "llm":
         roles.append("student")
-    if str(verl_config.reward.get("reward_kwargs", {}).get("backend", "offline")) == "llm":
+    if str((verl_config.reward.get("reward_kwargs") or {}).get("backend", "offline")) == "llm":
         roles.append("judge")
     return tuple(roles)
 
