@@ -10,7 +10,9 @@ such a reply is refused like any other broken output: retried, then flagged (``j
 The rules, each a :class:`JunkRationale` message naming the criterion:
 
 - a rationale needs :data:`MIN_CONTENT_WORDS` words that are neither the criterion's own key or
-  dimension nor scale words (``high``, ``good``, ``yes``, ...); numbers and punctuation are no words;
+  dimension nor scale words (``high``, ``good``, ``yes``, ...) nor the prompt's words for a
+  rationale (``short rationale citing the evidence``, ``rationale here``); numbers and punctuation
+  are no words;
 - one word repeated for most of a rationale is no sentence;
 - one rationale (up to its numbers) for more than half of the criteria is no judgement of each;
 - fewer distinct rationales than a quarter of the criteria is a few sentences cycled through them
@@ -45,6 +47,13 @@ SCALE_WORDS = frozenset(
 )
 """Words that grade without pointing at anything: a rationale of these alone says nothing about the dialogue."""
 
+TEMPLATE_WORDS = frozenset(
+    "rationale rationales sentence sentences short brief citing cite cites evidence number numbers here "
+    "placeholder explanation text write insert your".split()
+)
+"""Words of the prompt's own request for a rationale ("a short rationale citing the evidence (turn
+numbers)"): a rationale made of these copies the instruction instead of judging."""
+
 _WORD = re.compile(r"[^\W\d_]{2,}")  # letters only (any script), two or more
 
 
@@ -52,7 +61,7 @@ def rationale_issue(rationale: str, dimension: str, key: str) -> str | None:
     """Why one rationale says nothing about the dialogue, or None when it may."""
     words = _WORD.findall(rationale.lower())
     own = {dimension.lower(), *key.lower().split("_")}
-    content = [w for w in words if w not in own and w not in SCALE_WORDS]
+    content = [w for w in words if w not in own and w not in SCALE_WORDS and w not in TEMPLATE_WORDS]
     if len(content) < MIN_CONTENT_WORDS:
         return (f"{dimension}.{key}.rationale {_shown(rationale)} names nothing in the dialogue "
                 f"({len(content)} content word{'s' if len(content) != 1 else ''}; at least {MIN_CONTENT_WORDS})")

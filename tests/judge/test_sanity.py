@@ -36,7 +36,13 @@ JUNK = {
     "the criterion's id": lambda i, c: c.id,
     "one word repeated": lambda i, c: f"turn {i} " + "addition " * 6,
     "one sentence for every criterion, its number aside": lambda i, c: f"Turn {i % 9 + 1} shows the tutor helped.",
+    "the prompt's request copied": lambda i, c: "a short rationale citing the evidence (turn numbers)",
+    "a placeholder variant": lambda i, c: "Rationale here.",
+    "four sentences cycled": lambda i, c: CYCLED[i % 4],
 }
+CYCLED = ("No feedback from the tutor was provided", "Yes feedback from the tutor was received",
+          "The towness of a rule is not allowed", "No feedback from the tutor was provided for the input")
+"""What SmolLM2 cycled over the 24 criteria in the json_object run (tests/judge/fixtures)."""
 
 
 @pytest.mark.parametrize("rationale_of", JUNK.values(), ids=JUNK.keys())
