@@ -91,12 +91,13 @@ def run(args: argparse.Namespace) -> int:
         if manifest is None:
             raise InputError(f"{args.out} holds no eval-tutor run (no manifest.json).")
         return _report(args.out, manifest, print_table=True, max_fallback_rate=args.max_fallback_rate)
-    manifest, flagged = _run(args)
-    code = _report(args.out, manifest, print_table=True, max_fallback_rate=args.max_fallback_rate)
+    manifest, flagged, student_mode = _run(args)
+    code = _report(args.out, manifest, print_table=True, max_fallback_rate=args.max_fallback_rate,
+                   student_mode=student_mode)
     return code if flagged == 0 else 1
 
 
-def _run(args: argparse.Namespace) -> tuple[Any, int]:
+def _run(args: argparse.Namespace) -> tuple[Any, int, str | None]:
     import asyncio
 
     from pearl_verl.data.location import dataset_file
@@ -164,10 +165,16 @@ def _run(args: argparse.Namespace) -> tuple[Any, int]:
         note = UsageMeter.note_of(holder)
         if note:
             print(f"{role} {note}")
-    return manifest, summary.flagged
+    modes = {UsageMeter.mode_of(sim) for sim in students.values()} - {None}
+    return manifest, summary.flagged, modes.pop() if len(modes) == 1 else None
 
 
-def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: float = MAX_FALLBACK_RATE) -> int:
+def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: float = MAX_FALLBACK_RATE,
+            student_mode: str | None = None) -> int:
+    """report.md, summary.json and the plots from results.jsonl; the exit code of the fallback check.
+
+    ``student_mode``: the structured output the served students used this run (it picks the advice).
+    """
     from pearl_verl.eval.plots import grouped_bars, radar_plot
     from pearl_verl.eval.runner import RESULTS, read_results
     from pearl_verl.eval.tables import DIMENSION_TITLES, build_report
@@ -221,7 +228,7 @@ def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: f
     if cut_line:  # truncated messages are still judged: the reader must know the scores include them
         print(f"warning: {cut_line}; those messages end mid-way: raise --max-tokens (the protocol's default is the "
               "paper's 8192)", file=sys.stderr)
-    verdict = fallbacks.verdict(max_fallback_rate, flag="--student-structured-output")
+    verdict = fallbacks.verdict(max_fallback_rate, flag="--student-structured-output", mode=student_mode)
     if verdict is not None:
         print(verdict, file=sys.stderr)
         return 1

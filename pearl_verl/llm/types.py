@@ -243,6 +243,12 @@ class UsageMeter:
         meter = getattr(getattr(holder, "backend", None), "usage", None) or getattr(holder, "usage", None)
         return meter.structured_output_note() if isinstance(meter, UsageMeter) else None
 
+    @staticmethod
+    def mode_of(holder: Any) -> str | None:
+        """The structured-output mode in use by whatever holds a client or a meter; None before any call."""
+        meter = getattr(getattr(holder, "backend", None), "usage", None) or getattr(holder, "usage", None)
+        return meter.structured_output if isinstance(meter, UsageMeter) else None
+
     def structured_output_note(self) -> str | None:
         """``structured output: MODE (refused: ...)`` for a command's summary; None before any call with a schema."""
         if self.structured_output is None:

@@ -127,9 +127,9 @@ def run(args: argparse.Namespace) -> int:
     filters = _filter_config(args)
     jobs = make_jobs(load_samples(args.inputs, args.limit), args.samples_per_row)
     records_path = args.out_dir / RECORDS_NAME
-    stats, tutor, modes = GenerationStats(jobs=len(jobs)), None, {}
+    stats, tutor, modes, student_mode = GenerationStats(jobs=len(jobs)), None, {}, None
     if not args.finalize_only:
-        stats, tutor, modes = _generate(args, jobs, records_path)
+        stats, tutor, modes, student_mode = _generate(args, jobs, records_path)
     records, unreadable = read_records(records_path)
     rows, summary = build_sft(
         [job.id for job in jobs],
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     if stats.backend_failures:
         print(f"note: {stats.backend_failures} dialogue(s) ended in a backend failure; --retry-failed runs them again")
     print("wrote " + ", ".join(str(p) for p in [*written, args.out_dir / SUMMARY_NAME]))
-    verdict = fallbacks.verdict(args.max_fallback_rate, flag="--student-structured-output")
+    verdict = fallbacks.verdict(args.max_fallback_rate, flag="--student-structured-output", mode=student_mode)
     if verdict is not None:
         print(verdict, file=sys.stderr)
         return 1
@@ -181,8 +181,9 @@ def _filter_config(args: argparse.Namespace) -> FilterConfig:
     return FilterConfig(**config_values(args, _FILTER_FIELDS), dedup=not args.keep_duplicates)
 
 
-def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple[Any, Any, dict[str, str]]:
-    """Run the jobs that are not recorded yet; (run counters, the teacher, {role: structured-output note})."""
+def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple[Any, Any, dict[str, str], str | None]:
+    """Run the jobs that are not recorded yet; (run counters, the teacher, {role: structured-output note},
+    the student's structured-output mode)."""
     import asyncio
 
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
@@ -212,7 +213,7 @@ def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple
         if progress is not None:
             progress.close()
     notes = {role: UsageMeter.note_of(part) for role, part in (("student", simulator), ("judge", judge))}
-    return stats, tutor, {role: note for role, note in notes.items() if note}
+    return stats, tutor, {role: note for role, note in notes.items() if note}, UsageMeter.mode_of(simulator)
 
 
 def build_teacher(args: argparse.Namespace) -> Any:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 MAX_FALLBACK_RATE = 0.5
 """The default ``--max-fallback-rate``: above it, most replies are the rules', not the model's."""
 FALLBACK_RATE = SHARE
+JSON_MODES = ("json_schema", "json_object")
 LABEL_SOURCES = ("llm", "fallback")
 """Label sources that mean the planner model was asked (``rules`` is the rule planner by design)."""
 MESSAGE_SOURCES = ("llm", "refined", "fallback")
@@ -87,25 +88,32 @@ class FallbackRates:
             parts.append(f"messages {self.message_fallbacks}/{self.message_turns} ({100 * self.message_rate:.0f}%)")
         return "student replies that fell back to the rules: " + ", ".join(parts)
 
-    def verdict(self, max_rate: float, flag: str = "--structured-output") -> str | None:
-        """The error line when either rate is above ``max_rate``; None otherwise."""
+    def verdict(self, max_rate: float, flag: str = "--structured-output", mode: str | None = None) -> str | None:
+        """The error line when either rate is above ``max_rate``; None otherwise.
+
+        ``mode``: the structured output the student's server used, when known (it picks the advice).
+        """
         worst = max((r for r in (self.label_rate, self.message_rate) if r is not None), default=0.0)
-        return fallback_verdict(worst, max_rate, f"{flag} json_object")
+        return fallback_verdict(worst, max_rate, f"{flag} json_object", mode)
 
 
-def fallback_verdict(rate: float, max_rate: float, remedy: str) -> str | None:
+def fallback_verdict(rate: float, max_rate: float, remedy: str, mode: str | None = None) -> str | None:
     """The error line of every command when ``rate`` of the student replies fell back, above ``max_rate``.
 
     Args:
         rate: the share of replies that fell back.
         max_rate: ``--max-fallback-rate``.
         remedy: the setting to try first, as the command takes it (``--structured-output json_object``).
+        mode: the structured output in use, when known: a server that already held the model to a
+            JSON mode leaves only a stronger model to try.
     """
     if rate <= max_rate:
         return None
-    return (f"error: {100 * rate:.0f}% of the student replies fell back to the rules (above "
-            f"--max-fallback-rate {max_rate:g}): the student model is not following the format; try "
-            f"{remedy} or a stronger model")
+    head = (f"error: {100 * rate:.0f}% of the student replies fell back to the rules (above "
+            f"--max-fallback-rate {max_rate:g}): the student model")
+    if mode in JSON_MODES:
+        return f"{head} does not follow the format even with {mode} structured output; use a stronger model"
+    return f"{head} is not following the format; try {remedy} or a stronger model"
 
 
 def add_fallback_flag(parser: argparse._ActionsContainer, role: str = "student") -> None:

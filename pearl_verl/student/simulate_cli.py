@@ -126,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     if failure is not None:
         print(redact(f"error: {failure}"), file=sys.stderr)
         return 1
-    verdict = FallbackRates.from_dict(summary["fallbacks"]).verdict(args.max_fallback_rate)
+    verdict = FallbackRates.from_dict(summary["fallbacks"]).verdict(args.max_fallback_rate,
+                                                                    mode=UsageMeter.mode_of(simulator))
     if verdict is not None:
         print(verdict, file=sys.stderr)
         return 1
