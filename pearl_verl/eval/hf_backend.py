@@ -66,7 +66,7 @@ class HFChatBackend:
         sampling = sampling or self.sampling
         start = time.perf_counter()
         try:
-            texts, prompt_tokens, completion_tokens = await asyncio.get_running_loop().run_in_executor(
+            texts, reasons, prompt_tokens, completion_tokens = await asyncio.get_running_loop().run_in_executor(
                 None, self._generate, [dict(m) for m in messages], sampling
             )
         except (RuntimeError, ValueError) as exc:  # torch and tokenizer errors; counted, then flagged by callers
@@ -74,7 +74,7 @@ class HFChatBackend:
             raise LLMCallError(f"local generation with {self.name} failed: {exc}", "local_generate", 1) from exc
         result = ChatResult(
             texts=tuple(texts),
-            finish_reasons=("stop",) * len(texts),
+            finish_reasons=reasons,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             latency_s=time.perf_counter() - start,
@@ -82,7 +82,10 @@ class HFChatBackend:
         self.usage.record(result, 1, result.latency_s)
         return result
 
-    def _generate(self, messages: list[dict[str, str]], sampling: SamplingConfig) -> tuple[list[str], int, int]:
+    def _generate(
+        self, messages: list[dict[str, str]], sampling: SamplingConfig
+    ) -> tuple[list[str], tuple[str, ...], int, int]:
+        """(texts, finish reasons as a server gives them, prompt tokens, completion tokens)."""
         import torch
 
         with self._lock:
@@ -103,8 +106,16 @@ class HFChatBackend:
             with torch.no_grad():
                 out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **options)
             new = out[:, ids.shape[1] :]
-            texts = [self._cut(self.tokenizer.decode(row, skip_special_tokens=True), sampling.stop) for row in new]
-            return texts, int(ids.shape[1]), int(new.numel())
+            decoded = [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
+            ends = {self.tokenizer.eos_token_id, options["pad_token_id"]} - {None}
+            # "length" as a server says it: the cap reached with no end token and no stop string
+            reasons = tuple(
+                "length" if len(row) >= options["max_new_tokens"] and int(row[-1]) not in ends
+                and not any(marker in text for marker in sampling.stop) else "stop"
+                for row, text in zip(new, decoded, strict=True)
+            )
+            texts = [self._cut(text, sampling.stop) for text in decoded]
+            return texts, reasons, int(ids.shape[1]), int(new.numel())
 
     @staticmethod
     def _cut(text: str, stop: Sequence[str]) -> str:

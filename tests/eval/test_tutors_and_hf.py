@@ -56,6 +56,7 @@ async def test_hf_chat_backend_generates_locally(tiny_chat_model):
     )
     assert isinstance(result.text, str) and result.completion_tokens <= 6
     assert result.text == again.text  # seeded: reproducible
+    assert result.finish_reasons == ("length",)  # a random model writes to the cap, as a server reports it
     assert backend.usage.calls == 1
     with pytest.raises(ValueError, match="no config.json"):
         HFChatBackend(tiny_chat_model / "missing")
@@ -82,6 +83,8 @@ def test_eval_tutor_with_a_local_hf_tutor(fx, tmp_path, run_cli, tiny_chat_model
         == 0
     )
     row = fx.read_jsonl(tmp_path / "results.jsonl")[0]
+    tutor_turns = sum(t["role"] == "tutor" for t in row["episode"]["turns"])
+    assert row["tutor_cut_replies"] == tutor_turns > 0  # 8 tokens of a random model: every message cut
     assert row["tutor"] == "tiny" and row["episode"]["end_reason"] in (
         "turn_limit",
         "tutor_ended",
