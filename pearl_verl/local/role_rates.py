@@ -52,9 +52,18 @@ def role_lines(rates: Mapping[str, Mapping[str, float]]) -> list[str]:
     ]
 
 
-def role_verdict(rates: Mapping[str, Mapping[str, float]], max_fallback_rate: float) -> str | None:
+def student_mode(verl_config: Any) -> str | None:
+    """``pearl.student.structured_output`` when it names one mode (``auto`` picks it in each worker)."""
+    from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+
+    setting = pearl_config_from_root(verl_config).student.structured_output
+    return None if setting == "auto" else setting
+
+
+def role_verdict(rates: Mapping[str, Mapping[str, float]], max_fallback_rate: float,
+                 mode: str | None = None) -> str | None:
     """The error line when the served student fell back on more than ``max_fallback_rate`` of its replies."""
     student = rates.get("student")
     if student is None:
         return None
-    return fallback_verdict(student["mean"], max_fallback_rate, "pearl.student.structured_output=json_object")
+    return fallback_verdict(student["mean"], max_fallback_rate, "pearl.student.structured_output=json_object", mode)

@@ -266,13 +266,14 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     """
     from tqdm import tqdm
 
-    from pearl_verl.local.role_rates import served_roles
+    from pearl_verl.local.role_rates import served_roles, student_mode
     from pearl_verl.local.verl_run import hf_export, latest_checkpoint, run_main_ppo
 
     run = LocalRun(config, extra_overrides)
     out = run.out
     roles = served_roles(run.verl_config)
-    settings = {"config": asdict(config), "overrides": list(extra_overrides), "served_roles": list(roles)}
+    settings = {"config": asdict(config), "overrides": list(extra_overrides), "served_roles": list(roles),
+                "student_structured_output": student_mode(run.verl_config)}
     (out / "config.json").write_text(json.dumps(settings, indent=1))
     metrics_path, heldout_path = out / "metrics.jsonl", out / "heldout.jsonl"
     start = latest_checkpoint(out) if resume else 0

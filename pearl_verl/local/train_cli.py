@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
           f"curves.png, metrics.jsonl, heldout.jsonl, dialogues/, checkpoints/; verl's and the libraries' output in "
           f"train.log); read the dialogues with: pearl-verl view {config.out_dir} -o view.html")
     settings = json.loads((out / "config.json").read_text(encoding="utf-8"))
-    verdict = role_verdict(role_rates(rows, settings.get("served_roles", ())), args.max_fallback_rate)
+    verdict = role_verdict(role_rates(rows, settings.get("served_roles", ())), args.max_fallback_rate,
+                           settings.get("student_structured_output"))
     if verdict is not None:
         print(verdict, file=sys.stderr)
         return 1

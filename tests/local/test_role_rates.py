@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pearl_verl.local.role_rates import role_lines, role_rates, role_verdict, served_roles
+from pearl_verl.local.role_rates import role_lines, role_rates, role_verdict, served_roles, student_mode
 from pearl_verl.local.runtime import compose_verl_config
 
 STEPS = [
@@ -15,10 +15,12 @@ STEPS = [
 
 
 def test_the_roles_served_are_read_from_the_composed_config():
-    assert served_roles(compose_verl_config([])) == ()
+    assert served_roles(compose_verl_config([])) == () and student_mode(compose_verl_config([])) is None
     student = ["+pearl.student.backend=llm", "+pearl.student.base_url=http://127.0.0.1:9/v1", "+pearl.student.model=s"]
     served = compose_verl_config([*student, "+reward.reward_kwargs.backend=llm"])
     assert served_roles(served) == ("student", "judge")
+    pinned = compose_verl_config([*student, "+pearl.student.structured_output=json_object"])
+    assert student_mode(pinned) == "json_object"
 
 
 def test_rates_lines_and_verdict_over_the_training_steps():
@@ -33,6 +35,8 @@ def test_rates_lines_and_verdict_over_the_training_steps():
     assert verdict.startswith("error: 70% of the student replies fell back to the rules (above --max-fallback-rate 0.5")
     assert "pearl.student.structured_output=json_object" in verdict
     assert role_verdict(rates, 0.75) is None
+    assert role_verdict(rates, 0.5, "json_object").endswith(  # the server already held it to a JSON mode
+        "does not follow the format even with json_object structured output; use a stronger model")
     assert role_rates(STEPS, ("judge",)).keys() == {"judge"}  # an offline student logs 0s: not reported
     assert role_lines(role_rates(STEPS, ())) == [] and role_verdict({}, 0.0) is None
 
