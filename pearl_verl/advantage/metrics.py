@@ -14,7 +14,7 @@ import torch
 from pearl_verl.advantage.estimator import AdvantageBreakdown
 from pearl_verl.advantage.failure_guard import FAILURE_RATE_KEY, PARSE_FAILURE_RATE_KEY
 from pearl_verl.advantage.inputs import PearlInputs
-from pearl_verl.judge.reward_info import REPLIES_KEY, UNPARSED_KEY
+from pearl_verl.judge.reward_info import reply_counts
 
 
 def advantage_metrics(
@@ -104,6 +104,5 @@ def judge_parse_metrics(infos: Sequence[Mapping[str, Any] | None]) -> dict[str, 
     Args:
         infos: each dialogue's reward fields (``judge_replies``, ``judge_unparsed``), None for padding.
     """
-    replies = sum(int(info.get(REPLIES_KEY) or 0) for info in infos if info)
-    unparsed = sum(int(info.get(UNPARSED_KEY) or 0) for info in infos if info)
+    replies, unparsed = reply_counts(infos)
     return {PARSE_FAILURE_RATE_KEY: unparsed / replies} if replies else {}

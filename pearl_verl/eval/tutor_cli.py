@@ -41,7 +41,7 @@ from pearl_verl.eval.common_cli import (
     student_setup,
 )
 from pearl_verl.eval.protocol import EvalProtocol
-from pearl_verl.judge.reward_info import REPLIES_KEY, UNPARSED_KEY, unparsed_line
+from pearl_verl.judge.reward_info import reply_counts, unparsed_line
 from pearl_verl.llm.cli_flags import EndpointSpecAction
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.ranges import POSITIVE
@@ -187,11 +187,11 @@ def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: f
     summary["student_fallbacks"] = fallbacks.to_dict()
     if fallbacks.line():
         markdown += f"\n\n{fallbacks.line()}."
-    judged = [row["judge"] for row in rows if row.get("judge")]
-    replies, unparsed = (sum(int(j.get(key) or 0) for j in judged) for key in (REPLIES_KEY, UNPARSED_KEY))
+    replies, unparsed = reply_counts(row.get("judge") for row in rows)
     summary["judge_replies"] = {"replies": replies, "unparsed": unparsed}
-    if unparsed_line(replies, unparsed):
-        markdown += f"\n\n{unparsed_line(replies, unparsed)}."
+    judge_line = unparsed_line(replies, unparsed)
+    if judge_line:
+        markdown += f"\n\n{judge_line}."
     summary["tutor_cut_replies"] = cut = cut_replies(rows, tutors)
     cut_line = cut_replies_line(cut, manifest.protocol.max_tokens)
     if cut_line:

@@ -10,6 +10,9 @@ every statistic and gives them zero advantage, so the placeholders never act as 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import COMPLETED_KEY, DIMENSIONS, JUDGE_OK_KEY, TUTOR_TURNS_KEY
 from pearl_verl.judge.types import JudgeResult
@@ -73,6 +76,12 @@ def reward_score(info: dict[str, float | int]) -> float:
     if not info.get(JUDGE_OK_KEY):
         return PLACEHOLDER
     return sum(float(info[d]) for d in DIMENSIONS) / len(DIMENSIONS)
+
+
+def reply_counts(infos: Iterable[Mapping[str, Any] | None]) -> tuple[int, int]:
+    """(judge replies, of them unparsed) summed over reward fields; rows without the counts add 0."""
+    rows = [info for info in infos if info]
+    return tuple(sum(int(info.get(key) or 0) for info in rows) for key in (REPLIES_KEY, UNPARSED_KEY))
 
 
 def unparsed_line(replies: int, unparsed: int) -> str | None:

@@ -238,16 +238,22 @@ class UsageMeter:
             self.completion_tokens += result.completion_tokens
 
     @staticmethod
-    def note_of(holder: Any) -> str | None:
-        """:meth:`structured_output_note` of whatever holds a client (``.backend.usage``) or a meter (``.usage``)."""
+    def of(holder: Any) -> UsageMeter | None:
+        """The meter of whatever holds a client (``.backend.usage``) or a meter (``.usage``), if any."""
         meter = getattr(getattr(holder, "backend", None), "usage", None) or getattr(holder, "usage", None)
-        return meter.structured_output_note() if isinstance(meter, UsageMeter) else None
+        return meter if isinstance(meter, UsageMeter) else None
+
+    @staticmethod
+    def note_of(holder: Any) -> str | None:
+        """:meth:`structured_output_note` of whatever holds a client or a meter (:meth:`of`)."""
+        meter = UsageMeter.of(holder)
+        return meter.structured_output_note() if meter is not None else None
 
     @staticmethod
     def mode_of(holder: Any) -> str | None:
         """The structured-output mode in use by whatever holds a client or a meter; None before any call."""
-        meter = getattr(getattr(holder, "backend", None), "usage", None) or getattr(holder, "usage", None)
-        return meter.structured_output if isinstance(meter, UsageMeter) else None
+        meter = UsageMeter.of(holder)
+        return meter.structured_output if meter is not None else None
 
     def structured_output_note(self) -> str | None:
         """``structured output: MODE (refused: ...)`` for a command's summary; None before any call with a schema."""
