@@ -30,7 +30,10 @@ COVERED_BY = {  # measured replies -> the default that must hold them
 
 @pytest.fixture(scope="module")
 def longest():
-    tokenizer = reply_lengths.load_tokenizer()
+    try:
+        tokenizer = reply_lengths.load_tokenizer()
+    except SystemExit as missing:  # a BaseException would break pytest's fixture cache; fail plainly
+        pytest.fail(str(missing))
     texts = {**reply_lengths.mathdial_messages(), **reply_lengths.structured_replies(problems=12)}
     return {role: max(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in values)
             for role, values in texts.items()}
