@@ -55,6 +55,8 @@ def main(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     _redact_logs_and_warnings()
+    if not args.verbose:
+        _library_logs_under_verbose()
     if args.command is None:
         parser.print_help()
         return 2
@@ -122,6 +124,24 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class LibraryLogsFilter(logging.Filter):
+    """Pass pearl_verl's own records and every library's errors; other library records wait for ``-v``.
+
+    verl logs its platform search at WARNING on import (``No supported accelerator detected``) on
+    every machine without a GPU; a person reading a command's summary should not have to tell that
+    apart from our warnings.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or record.name == "pearl_verl" or record.name.startswith("pearl_verl.")
+
+
+def _library_logs_under_verbose() -> None:
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, LibraryLogsFilter) for f in handler.filters):
+            handler.addFilter(LibraryLogsFilter())
+
+
 def _redact_logs_and_warnings() -> None:
     """Install :class:`RedactingFilter` on the root handlers (records of child loggers reach only
     handler filters, not the ``pearl_verl`` logger's) and redact formatted warnings; both idempotent."""
@@ -141,7 +161,7 @@ def _redact_logs_and_warnings() -> None:
 def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl") -> argparse.ArgumentParser:
     parser = RedactingParser(prog=prog, description="PEARL Socratic-tutor RL as a verl plugin.")
     parser.add_argument("--version", action="version", version=f"pearl_verl {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, with the libraries' own warnings")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     for module in modules:
         importlib.import_module(module).register(sub)

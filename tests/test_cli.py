@@ -1,6 +1,7 @@
 """``pearl-verl advantage`` on the shipped example and on bad files."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -90,3 +91,30 @@ def test_console_script_is_installed():
 
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts["pearl-verl"] == "pearl_verl.cli:main_exit"
+
+
+CHATTY_COMMAND = '''
+import logging
+
+def register(sub):
+    sub.add_parser("chatty").set_defaults(handler=run)
+
+def run(args):
+    logging.getLogger("verl.plugin.platform.platform_manager").warning("No supported accelerator detected")
+    logging.getLogger("transformers.modeling_utils").error("weights could not be read")
+    logging.getLogger("pearl_verl.judge.client").warning("the judge refused json_schema")
+    return 0
+'''
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_library_warnings_wait_for_verbose_and_ours_and_errors_always_show(tmp_path, verbose):
+    (tmp_path / "chatty_command.py").write_text(CHATTY_COMMAND)
+    argv = ["-v", "chatty"] if verbose else ["chatty"]
+    script = f"import sys; from pearl_verl.cli import main; sys.exit(main({argv!r}, ['chatty_command']))"
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": path})
+    assert proc.returncode == 0, proc.stderr
+    assert "the judge refused json_schema" in proc.stderr and "weights could not be read" in proc.stderr
+    assert ("No supported accelerator detected" in proc.stderr) is verbose, proc.stderr
