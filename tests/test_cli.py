@@ -1,4 +1,4 @@
-"""``pearl-verl advantage`` on the shipped example and on bad files."""
+"""``pearl-verl advantage`` on the shipped example and on bad files; what the CLI lets through to the screen."""
 
 import json
 import os
