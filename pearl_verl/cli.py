@@ -54,9 +54,9 @@ def main(
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    _redact_logs_and_warnings()
     if not args.verbose:
-        _library_logs_under_verbose()
+        _on_root_handlers(LibraryLogsFilter)  # first: what it drops is never redacted
+    _redact_logs_and_warnings()
     if args.command is None:
         parser.print_help()
         return 2
@@ -136,18 +136,17 @@ class LibraryLogsFilter(logging.Filter):
         return record.levelno >= logging.ERROR or record.name == "pearl_verl" or record.name.startswith("pearl_verl.")
 
 
-def _library_logs_under_verbose() -> None:
+def _on_root_handlers(kind: type[logging.Filter]) -> None:
+    """Install a ``kind`` filter on each root handler that has none (records of child loggers reach
+    only handler filters, not the ``pearl_verl`` logger's); idempotent."""
     for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, LibraryLogsFilter) for f in handler.filters):
-            handler.addFilter(LibraryLogsFilter())
+        if not any(isinstance(f, kind) for f in handler.filters):
+            handler.addFilter(kind())
 
 
 def _redact_logs_and_warnings() -> None:
-    """Install :class:`RedactingFilter` on the root handlers (records of child loggers reach only
-    handler filters, not the ``pearl_verl`` logger's) and redact formatted warnings; both idempotent."""
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
-            handler.addFilter(RedactingFilter())
+    """Install :class:`RedactingFilter` on the root handlers and redact formatted warnings; both idempotent."""
+    _on_root_handlers(RedactingFilter)
     if not getattr(warnings.formatwarning, "redacting", False):
         plain = warnings.formatwarning
 

@@ -17,6 +17,9 @@ Message = Mapping[str, str]
 STRUCTURED_OUTPUTS: tuple[str, ...] = ("auto", "none", "json_schema", "json_object")
 AUTO_ORDER: tuple[str, ...] = ("json_schema", "json_object", "none")
 """What ``auto`` tries, in order, until the server takes one: the strictest first."""
+JSON_MODES: tuple[str, ...] = ("json_schema", "json_object")
+"""The modes in which the server itself holds the model to JSON (a reply that still breaks the format
+leaves only a stronger model to try)."""
 STRUCTURED_OUTPUT_HELP = (
     "how the server is held to the reply's JSON Schema: auto (json_schema, else json_object, else none, "
     "whichever the server takes first), none (prompt and strict parser only), json_schema (OpenAI "

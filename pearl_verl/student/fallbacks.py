@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from pearl_verl.llm.types import JSON_MODES
 from pearl_verl.ranges import SHARE
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 MAX_FALLBACK_RATE = 0.5
 """The default ``--max-fallback-rate``: above it, most replies are the rules', not the model's."""
 FALLBACK_RATE = SHARE
-JSON_MODES = ("json_schema", "json_object")
 LABEL_SOURCES = ("llm", "fallback")
 """Label sources that mean the planner model was asked (``rules`` is the rule planner by design)."""
 MESSAGE_SOURCES = ("llm", "refined", "fallback")
