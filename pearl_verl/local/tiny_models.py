@@ -76,17 +76,27 @@ def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 1024) -> PreT
     return fast
 
 
-def tiny_qwen3_moe_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast) -> Qwen3MoeConfig:
-    """A 2-layer, 4-expert (top-2) Qwen3-MoE config: the paper's architecture family at toy size."""
+TINY_HEAD_DIM = 16
+"""The tiny models' attention head size; a model for the vLLM rollout needs ``verl_cpu.VLLM_MIN_HEAD_DIM``."""
+
+
+def tiny_qwen3_moe_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast, layers: int = 2,
+                          head_dim: int = TINY_HEAD_DIM) -> Qwen3MoeConfig:
+    """A 2-layer, 4-expert (top-2) Qwen3-MoE config: the paper's architecture family at toy size.
+
+    Heads of 16 dimensions; vLLM's CPU attention takes 32 and more
+    (:data:`pearl_verl.local.verl_cpu.VLLM_MIN_HEAD_DIM`), so a model for ``rollout.name=vllm`` is
+    built with ``head_dim=32``.
+    """
     return Qwen3MoeConfig(
         vocab_size=vocab_size,
         hidden_size=64,
         intermediate_size=128,
         moe_intermediate_size=64,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        head_dim=head_dim,
         num_experts=4,
         num_experts_per_tok=2,
         max_position_embeddings=4096,
@@ -97,16 +107,17 @@ def tiny_qwen3_moe_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast) -
     )
 
 
-def tiny_qwen3_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast) -> Qwen3Config:
-    """A 2-layer dense Qwen3 config (a cheaper stand-in when MoE routing is not under test)."""
+def tiny_qwen3_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast, layers: int = 2,
+                      head_dim: int = TINY_HEAD_DIM) -> Qwen3Config:
+    """A 2-layer dense Qwen3 config (a cheaper stand-in when MoE routing is not under test), heads as the MoE's."""
     return Qwen3Config(
         vocab_size=vocab_size,
         hidden_size=64,
         intermediate_size=128,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        head_dim=head_dim,
         max_position_embeddings=4096,
         tie_word_embeddings=False,
         eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
@@ -115,13 +126,16 @@ def tiny_qwen3_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast) -> Qw
     )
 
 
-def build_tiny_model(out_dir: str | Path, moe: bool = True, seed: int = 0) -> Path:
+def build_tiny_model(out_dir: str | Path, moe: bool = True, seed: int = 0, layers: int = 2,
+                     head_dim: int = TINY_HEAD_DIM) -> Path:
     """Save an offline tokenizer and a tiny random Qwen3(-MoE) causal LM to ``out_dir``.
 
     Args:
         out_dir: destination; becomes a valid ``from_pretrained`` / verl ``model.path``.
         moe: Qwen3-MoE (default, as the paper's tutor) or dense Qwen3.
         seed: weight initialisation seed.
+        layers: decoder layers (2: about 1 MB of float32 weights with MoE).
+        head_dim: size of an attention head (4 query and 2 key-value heads); 32 or more for vLLM.
 
     Returns:
         ``out_dir`` as a Path.
@@ -132,7 +146,7 @@ def build_tiny_model(out_dir: str | Path, moe: bool = True, seed: int = 0) -> Pa
     out = Path(out_dir)
     tokenizer = build_offline_tokenizer(out)
     vocab = len(tokenizer)
-    config = tiny_qwen3_moe_config(vocab, tokenizer) if moe else tiny_qwen3_config(vocab, tokenizer)
+    config = (tiny_qwen3_moe_config if moe else tiny_qwen3_config)(vocab, tokenizer, layers=layers, head_dim=head_dim)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.save_pretrained(out)

@@ -37,6 +37,7 @@ from pearl_verl.local.heldout import HeldOut, append_heldout, read_heldout
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
 from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics, write_dialogues
+from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
 from pearl_verl.local.runtime import Device, compose_verl_config, device_overrides, setup_process
 
 logger = logging.getLogger(__name__)
@@ -146,7 +147,8 @@ class LocalRun:
         random.seed(config.seed)
         torch.manual_seed(config.seed)
         setup_process(prefer_gpu=False)  # verl's host-CPU platform here too: the checks and the cold start read it
-        self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed).resolve()
+        head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
+        self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
         self.cold_start_dir = self.out / "cold_start" / "model"
         self.policy_dir = self.cold_start_dir if config.cold_start_steps else self.model_dir
         self.cold_start_checkpoint = self.out / "checkpoints" / "global_step_0"
@@ -176,7 +178,7 @@ class LocalRun:
             *algorithm_overrides(c),
             *rl_overrides(out=self.out, policy=self.policy_dir, data=self.out / "data", steps=c.steps,
                           save_freq=math.gcd(c.save_every, c.eval_every), start=start, judge=c.judge,
-                          rollout_dtype=_dtype_name(self.rollout_dtype)),
+                          rollout_dtype=_dtype_name(self.rollout_dtype), rollout=c.rollout),
             *self.extra_overrides,
         ]
 
@@ -201,7 +203,8 @@ class LocalRun:
 
         from pearl_verl.dialogue.episode_runner import EpisodeLimits
         from pearl_verl.local.cold_start import keep_for_pool, sft_steps, teacher_dialogues, write_sft_parquet
-        from pearl_verl.local.runtime import build_actor
+        from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
+from pearl_verl.local.runtime import build_actor
 
         c = self.config
         t0 = time.perf_counter()
@@ -235,7 +238,8 @@ def export_policy(actor: Any, source: Path, target: Path) -> Path:
     """The actor's weights as a Hugging Face model directory (``source``'s config and tokenizer)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pearl_verl.local.runtime import policy_state_dict
+    from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
+from pearl_verl.local.runtime import policy_state_dict
 
     model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     model.load_state_dict(policy_state_dict(actor))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pearl_verl.advantage.failure_guard import TrainingStalled
+from pearl_verl.local.verl_cpu import VLLM_CPU_SETTINGS
 from pearl_verl.dims import DIMENSIONS
 
 RAY_LOGICAL_CPUS = 16
@@ -28,8 +29,14 @@ STALL_MARK = "stayed above"
 """In the failure guard's message (:class:`TrainingStalled`), which ends the child's output when it stops a run."""
 
 
+VLLM_CPU_OVERRIDES = tuple(f"{'+' if key == 'enable_sleep_mode' else ''}actor_rollout_ref.rollout.{key}={value}"
+                           for key, value in VLLM_CPU_SETTINGS.items())
+"""What verl's vLLM rollout needs on the CPU (as ``recipes/pearl/run_cpu_pearl_gspo.sh`` with ``ROLLOUT_NAME=vllm``;
+``enable_sleep_mode`` is a field of verl's RolloutConfig that its YAML lacks, hence the ``+``)."""
+
+
 def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: int, start: str, judge: str,
-                 rollout_dtype: str) -> list[str]:
+                 rollout_dtype: str, rollout: str = "hf") -> list[str]:
     """The Hydra overrides that make verl's ``ppo_trainer`` config run train-local's RL stage on the CPU parts.
 
     The algorithm settings (GSPO, batch, lengths, PEARL) come from :func:`pearl_verl.local.train.algorithm_overrides`;
@@ -45,7 +52,8 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
         f"data.val_files=['{data / 'val.parquet'}']",
         "data.return_raw_chat=True",
         "data.dataloader_num_workers=0",
-        "actor_rollout_ref.rollout.name=hf",
+        f"actor_rollout_ref.rollout.name={rollout}",
+        *(VLLM_CPU_OVERRIDES if rollout == "vllm" else ()),
         "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
         "actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor",
         f"actor_rollout_ref.rollout.dtype={rollout_dtype}",

@@ -15,6 +15,9 @@ point) carry most of the plugin, but eight couplings reach into verl's internals
 - ``verl.workers.engine_workers.initialize_global_process_group_ray``, which builds the backend
   ``cpu:gloo,{device}:{backend}`` that torch rejects when the device is the CPU: in a
   ``VERL_PLATFORM=cpu`` process the workers call it with plain ``gloo`` (the one patch of verl);
+- verl's vLLM rollout classes and vLLM's layerwise reload, which the CPU fix of verl's weight sync
+  into vLLM subclasses and calls (:mod:`pearl_verl.verl_plugin.vllm_cpu`; checked only where vLLM
+  is installed);
 
 plus the four legacy-trainer functions :mod:`pearl_verl.verl_plugin.legacy` wraps. Importing this
 module warns (:class:`UntestedVerlWarning`) when the installed verl is not the tested one, and
@@ -26,6 +29,7 @@ inside a training step.
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import importlib.util
 import inspect
 import warnings
 from collections.abc import Callable
@@ -224,7 +228,25 @@ def check_couplings() -> list[Coupling]:
         _coupling("legacy trainer hooks", _check_legacy_hooks),
         _coupling("rollout-class registry", _check_rollout_registry),
         _coupling("worker process group", _check_process_group),
+        check_vllm_cpu_sync(),
     ]
+
+
+VLLM_SYNC = "vLLM weight sync on the CPU"
+
+
+def check_vllm_cpu_sync() -> Coupling:
+    """The names the CPU fix of verl's weight sync into vLLM relies on (imports vLLM; fine where it is absent)."""
+    if importlib.util.find_spec("vllm") is None:
+        return Coupling(VLLM_SYNC, True, "vLLM is not installed: nothing to check")
+    try:
+        from pearl_verl.verl_plugin.vllm_cpu import check_vllm_couplings
+
+        problems = check_vllm_couplings()
+    except Exception as exc:  # noqa: BLE001 - an import that fails is what the doctor must show
+        return Coupling(VLLM_SYNC, False, f"importing verl's vLLM rollout fails: {type(exc).__name__}: {exc}")
+    return Coupling(VLLM_SYNC, not problems, "; ".join(problems) or
+                    "present (verl's vLLM rollout classes, vLLM's layerwise reload)")
 
 
 def _coupling(name: str, check: Callable[[], None]) -> Coupling:

