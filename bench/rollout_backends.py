@@ -6,8 +6,8 @@
 Each backend runs ``recipes/pearl/run_cpu_pearl_gspo.sh`` once with the same settings, one after the
 other on the same machine; for each: the time to the first step (Ray, workers, the rollout server's
 start), each step's split from verl's own timers (generation, old log-prob, update, weight sync),
-the peak resident memory of the run's whole process tree and its largest process count (sampled
-every second with psutil), and the wall time. Prints a Markdown table for BENCHMARKS.md and writes
+the peak resident memory of the run's whole process tree and its largest process count
+(``bench_main_job.TreeSampler``), and the wall time. Prints a Markdown table for BENCHMARKS.md and writes
 ``bench/results/rollout_backends_<setting>.json``. Nothing here gates: it is a measurement.
 """
 
@@ -21,11 +21,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import psutil
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_main_job import TreeSampler
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
@@ -38,37 +39,6 @@ SETTINGS = {
                 "MAX_TUTOR_TURNS": "6", "MAX_TOKENS_PER_TURN": "24", "ACTOR_LR": "2e-5"},
 }
 PHASES = ("gen", "old_log_prob", "update_actor", "update_weights", "step")
-
-
-class TreeSampler:
-    """Peak RSS (MiB) of a process and all its descendants, and the most processes at once, sampled each second."""
-
-    def __init__(self, pid: int) -> None:
-        self.root = psutil.Process(pid)
-        self.peak_mib = 0.0
-        self.most_processes = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            try:
-                procs = [self.root, *self.root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            rss = 0
-            for proc in procs:
-                try:
-                    rss += proc.memory_info().rss
-                except psutil.NoSuchProcess:
-                    continue
-            self.peak_mib = max(self.peak_mib, rss / 2**20)
-            self.most_processes = max(self.most_processes, len(procs))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def run_backend(backend: str, setting: str, steps: int, work: Path) -> dict:
@@ -96,7 +66,7 @@ def run_backend(backend: str, setting: str, steps: int, work: Path) -> dict:
         sys.exit(f"{backend}: {len(steps_data)} of {steps} steps logged; the end of its output:\n" + "".join(log[-40:]))
     split = {phase: [round(d.get(f"timing_s/{phase}", 0.0), 2) for d in steps_data] for phase in PHASES}
     return {"backend": backend, "wall_s": round(wall, 1), "start_s": round(first_step_at or float("nan"), 1),
-            "steps": split, "peak_rss_mib": round(sampler.peak_mib), "processes": sampler.most_processes,
+            "steps": split, "peak_rss_gb": round(sampler.peak_gb, 2), "processes": sampler.peak_procs,
             "probs_diff_max": [d.get("training/rollout_probs_diff_max") for d in steps_data]}
 
 
@@ -120,7 +90,7 @@ def table(results: list[dict]) -> str:
         s = r["steps"]
         lines.append(f"| {r['backend']} | {r['start_s']:.0f} | {s['step'][0]:.1f} | {later(s['step'])} | "
                      f"{later(s['gen'])} | {later(s['old_log_prob'])} | {later(s['update_actor'])} | "
-                     f"{later(s['update_weights'])} | {r['peak_rss_mib'] / 1024:.1f} | {r['processes']} | "
+                     f"{later(s['update_weights'])} | {r['peak_rss_gb']:.1f} | {r['processes']} | "
                      f"{r['wall_s']:.0f} |")
     return "\n".join(lines)
 

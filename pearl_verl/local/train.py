@@ -37,8 +37,8 @@ from pearl_verl.local.heldout import HeldOut, append_heldout, read_heldout
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
 from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics, write_dialogues
-from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
 from pearl_verl.local.runtime import Device, compose_verl_config, device_overrides, setup_process
+from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
 
 logger = logging.getLogger(__name__)
 
@@ -203,8 +203,7 @@ class LocalRun:
 
         from pearl_verl.dialogue.episode_runner import EpisodeLimits
         from pearl_verl.local.cold_start import keep_for_pool, sft_steps, teacher_dialogues, write_sft_parquet
-        from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
-from pearl_verl.local.runtime import build_actor
+        from pearl_verl.local.runtime import build_actor
 
         c = self.config
         t0 = time.perf_counter()
@@ -238,8 +237,7 @@ def export_policy(actor: Any, source: Path, target: Path) -> Path:
     """The actor's weights as a Hugging Face model directory (``source``'s config and tokenizer)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
-from pearl_verl.local.runtime import policy_state_dict
+    from pearl_verl.local.runtime import policy_state_dict
 
     model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     model.load_state_dict(policy_state_dict(actor))

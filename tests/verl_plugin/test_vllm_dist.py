@@ -28,8 +28,9 @@ def _in_child(paths, code: str) -> str:
 
 
 def _package_root():
-    import pearl_verl
     from pathlib import Path
+
+    import pearl_verl
 
     return Path(pearl_verl.__file__).resolve().parents[1]
 
