@@ -11,6 +11,7 @@ import argparse
 import errno
 import importlib
 import logging
+import os
 import sys
 import traceback
 import warnings
@@ -56,6 +57,7 @@ def main(
     )
     if not args.verbose:
         _on_root_handlers(LibraryLogsFilter)  # first: what it drops is never redacted
+        _quiet_transformers()
     _redact_logs_and_warnings()
     if args.command is None:
         parser.print_help()
@@ -134,6 +136,14 @@ class LibraryLogsFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno >= logging.ERROR or record.name == "pearl_verl" or record.name.startswith("pearl_verl.")
+
+
+def _quiet_transformers() -> None:
+    """transformers logs through a handler of its own, past the root filter: its warnings (vLLM's import of it
+    without torchvision prints one) wait for ``-v`` too, here and in the processes a command starts."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.set_verbosity_error()
 
 
 def _on_root_handlers(kind: type[logging.Filter]) -> None:

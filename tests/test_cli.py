@@ -100,6 +100,9 @@ def register(sub):
     sub.add_parser("chatty").set_defaults(handler=run)
 
 def run(args):
+    from transformers.utils import logging as transformers_logging  # a handler of its own, past the root's filter
+
+    transformers_logging.get_logger("transformers.utils.import_utils").warning("requires torchvision (not installed)")
     logging.getLogger("verl.plugin.platform.platform_manager").warning("No supported accelerator detected")
     logging.getLogger("transformers.modeling_utils").error("weights could not be read")
     logging.getLogger("pearl_verl.judge.client").warning("the judge refused json_schema")
@@ -113,8 +116,10 @@ def test_library_warnings_wait_for_verbose_and_ours_and_errors_always_show(tmp_p
     argv = ["-v", "chatty"] if verbose else ["chatty"]
     script = f"import sys; from pearl_verl.cli import main; sys.exit(main({argv!r}, ['chatty_command']))"
     path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    env = {key: value for key, value in os.environ.items() if key != "TRANSFORMERS_VERBOSITY"}  # main() in-process sets it
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": path})
+                          env={**env, "PYTHONPATH": path})
     assert proc.returncode == 0, proc.stderr
     assert "the judge refused json_schema" in proc.stderr and "weights could not be read" in proc.stderr
     assert ("No supported accelerator detected" in proc.stderr) is verbose, proc.stderr
+    assert ("requires torchvision" in proc.stderr) is verbose, proc.stderr

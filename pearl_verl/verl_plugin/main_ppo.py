@@ -36,7 +36,7 @@ class PearlLegacyTaskRunner(_VerlLegacyTaskRunner.__ray_actor_class__):
 
 
 def prepare(config: DictConfig) -> None:
-    """Everything checked before Ray starts: registrations, ``pearl:`` section, the CPU rollout, verl's own validation."""
+    """Everything checked before Ray starts: registrations, ``pearl:``, the CPU rollout, verl's own validation."""
     check_registered()
     pearl_config_from_root(config)
     check_pearl_trainer_config(config)

@@ -259,7 +259,8 @@ def check_vllm_couplings() -> list[str]:
     else:
         if not callable(getattr(CPUUnquantizedExperts, "process_weights_after_loading", None)):
             problems.append("vLLM's CPUUnquantizedExperts.process_weights_after_loading is gone")
-        if "fused_experts.process_weights_after_loading" not in inspect.getsource(UnquantizedFusedMoEMethod._setup_kernel):
+        setup = inspect.getsource(UnquantizedFusedMoEMethod._setup_kernel)
+        if "fused_experts.process_weights_after_loading" not in setup:
             problems.append("vLLM's UnquantizedFusedMoEMethod._setup_kernel no longer runs the experts' step: "
                             "check whether prepack_cpu_experts is still needed")
     return problems

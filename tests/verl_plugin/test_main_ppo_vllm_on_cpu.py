@@ -53,17 +53,19 @@ def assert_synced(rows: dict[int, dict], steps: list[int]) -> None:
         metrics = rows[step]
         assert metrics["pearl/judge/failure_rate"] == 0.0, step
         assert metrics["training/off_policy/trajectory_staleness/max"] == 0, step
-        assert metrics["training/rollout_probs_diff_max"] < PROBS_BOUND, (step, metrics["training/rollout_probs_diff_max"])
+        diff = metrics["training/rollout_probs_diff_max"]
+        assert diff < PROBS_BOUND, (step, diff)
 
 
 def test_vllm_rollout_syncs_every_bucket_and_a_killed_run_resumes(watched_run, tmp_path):
     import vllm
 
     data, model, out = tmp_path / "data", tmp_path / "model", tmp_path / "run"
-    subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(data), "--conditions-per-problem", "2"],
-                   check=True, capture_output=True)
+    subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(data),
+                    "--conditions-per-problem", "2"], check=True, capture_output=True)
     subprocess.run(["python3", "-c", "import sys; from pearl_verl.local.tiny_models import build_tiny_model; "
-                    "build_tiny_model(sys.argv[1], seed=0, layers=3, head_dim=32)", str(model)], check=True, capture_output=True)
+                    "build_tiny_model(sys.argv[1], seed=0, layers=3, head_dim=32)", str(model)],
+                   check=True, capture_output=True)
     assert _weight_bytes(model) > BUCKET_MB << 20  # so every sync takes more than one bucket
     env = {**os.environ, "OUT_DIR": str(out), "MODEL_PATH": str(model), "DATA_DIR": str(data),
            "JUDGE_BACKEND": "probe-openings", "ACTOR_LR": "1e-2", "ROLLOUT_NAME": "vllm",
