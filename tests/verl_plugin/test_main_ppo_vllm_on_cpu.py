@@ -14,7 +14,11 @@ Every step's rollout token probabilities must be the actor's within :data:`PROBS
 every rollout generated with that step's weights. Without the CPU fix of the MoE experts' prepack
 they drifted to 1e-3 by step 5 (lr 2e-2); without the copy, the first bucket's tensors would hold the
 second bucket's bytes. That the learning regression test's run on vLLM learns is
-``test_main_ppo_learning_on_cpu.py``'s.
+``test_main_ppo_learning_on_cpu.py``'s. Both are marked ``long`` (``python -m pytest -m long``): with
+them the README's install, main job and suite would come near CI's 90 minutes on a 2-core CPU without
+AVX-512. The default run checks the same sync without Ray: ``test_vllm_cpu_reload.py`` (vLLM's
+weights after each reload are the ones sent) and ``test_vllm_cpu_sync.py`` (verl's sender and
+receiver in 1 MB buckets).
 """
 
 import os
@@ -23,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from safetensors import safe_open
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the runs' readers and checks
@@ -57,6 +62,7 @@ def assert_synced(rows: dict[int, dict], steps: list[int]) -> None:
         assert diff < PROBS_BOUND, (step, diff)
 
 
+@pytest.mark.long  # about 6 minutes on a 2-core EPYC without AVX-512 (two vLLM starts): python -m pytest -m long
 def test_vllm_rollout_syncs_every_bucket_and_a_killed_run_resumes(watched_run, tmp_path):
     import vllm
 
