@@ -31,6 +31,7 @@ import itertools
 import math
 import re
 from collections import Counter
+from typing import Any, TextIO
 
 PLACEHOLDER = "<redacted: looks like an API key>"
 
@@ -63,6 +64,25 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_.\-][A-Za-z0-9_.\-]*=)(.+)")
 _PREFIX_PART = re.compile(r"[A-Za-z0-9_\-]+")
 _ALNUM_PART = re.compile(r"[A-Za-z0-9]+")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+MIN_CAMEL_WORD_LEN = 3.5
+
+
+MIN_REMEMBERED_LEN = 8
+"""Shorter values are not remembered: replacing every ``abc`` of a text would garble it, and no provider
+issues keys that short."""
+
+_REMEMBERED: set[str] = set()
+
+
+def remember_secret(value: str) -> None:
+    """From now on :func:`redact` replaces ``value`` wherever it occurs, whatever its shape.
+
+    Called where a key is taken from a flag or an environment variable, so that a server which echoes
+    it back (a 401 body repeating the ``Authorization`` header) cannot bring it into a message.
+    """
+    if len(value) >= MIN_REMEMBERED_LEN:
+        _REMEMBERED.add(value)
 
 
 def looks_secret(value: str) -> bool:
@@ -71,7 +91,9 @@ def looks_secret(value: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """``text`` with every secret-shaped token replaced by :data:`PLACEHOLDER` (``NAME=`` kept)."""
+    """``text`` with every remembered key and secret-shaped token replaced by :data:`PLACEHOLDER` (``NAME=`` kept)."""
+    for secret in sorted(_REMEMBERED, key=len, reverse=True):
+        text = text.replace(secret, PLACEHOLDER)
     text = _BEARER.sub(lambda m: m[1] + m[2] + PLACEHOLDER, text)
     return _TOKEN.sub(lambda m: _redact_token(m[0]), text)
 
@@ -106,13 +128,20 @@ def _has_key_prefix(part: str) -> bool:
 
 def _is_random(part: str) -> bool:
     """A long stretch that mixes character classes often and evenly: how generated keys look, not words."""
-    if len(part) < MIN_RANDOM_LEN or _HEX.fullmatch(part):
+    if len(part) < MIN_RANDOM_LEN or _HEX.fullmatch(part) or _is_camel_case(part):
         return False
     classes = [_char_class(c) for c in part]
     if len(set(classes)) < 2:
         return False
     switches = sum(a != b for a, b in itertools.pairwise(classes))
     return switches / (len(part) - 1) >= MIN_SWITCH_RATE and _entropy(part) >= MIN_ENTROPY
+
+
+def _is_camel_case(part: str) -> bool:
+    """Words run together (``InvalidUrlClientError``, ``LexerNoViableAltException``): no digits, and words
+    of 3.5 letters or more on average, where a random mix of cases changes every second letter or so."""
+    words = _CAMEL_WORD.findall(part)
+    return "".join(words) == part and len(part) / len(words) >= MIN_CAMEL_WORD_LEN
 
 
 def _char_class(char: str) -> int:
@@ -123,3 +152,26 @@ def _entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
     counts = Counter(text)
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+class RedactingStream:
+    """A text stream that passes everything written to it through :func:`redact` first.
+
+    ``pearl-verl`` puts its stdout and stderr behind one of these: that is where text leaves the
+    program for a terminal or a CI log, whichever code printed it. Each ``write`` is redacted whole
+    (``print`` writes a message in one piece); everything else is the wrapped stream's.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

@@ -47,6 +47,7 @@ from pearl_verl.llm.types import (
     UsageMeter,
     check_api_key_env,
 )
+from pearl_verl.redact import redact, remember_secret
 
 logger = logging.getLogger(__name__)
 
@@ -228,7 +229,7 @@ class OpenAIChatClient:
         except asyncio.TimeoutError:
             raise _Transient("timeout", f"no complete answer within {self.endpoint.timeout_s}s") from None
         except aiohttp.ClientError as exc:  # resets, refused connections, bodies cut short
-            raise _Transient("connection", f"{type(exc).__name__}: {exc}") from None
+            raise _Transient("connection", redact(f"{type(exc).__name__}: {exc}")) from None
         if status == 429 or status >= 500:
             raise _Transient(f"http_{status}", _excerpt(payload), retry_after)
         if status != 200:
@@ -308,6 +309,7 @@ def _api_key(env_name: str | None) -> str:
             f"api_key_env={env_name!r} names an environment variable that is not set; export it, or set "
             "api_key_env to null for a vllm serve endpoint started without --api-key."
         )
+    remember_secret(key)  # a server may echo it back in an error body
     return key
 
 
@@ -338,7 +340,9 @@ def _to_result(payload: bytes, attempts: int, latency_s: float) -> ChatResult:
 
 
 def _excerpt(payload: bytes) -> str:
-    text = payload.decode("utf-8", errors="replace").strip()
+    """The start of a server's reply, for an error message: redacted before it is cut, so that no part
+    of an echoed key survives the cut."""
+    text = redact(payload.decode("utf-8", errors="replace").strip())
     return text[:_ERROR_EXCERPT] + ("..." if len(text) > _ERROR_EXCERPT else "")
 
 

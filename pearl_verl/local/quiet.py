@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from pearl_verl.redact import RedactingStream
+
 _PER_EPISODE_LOGGER = "verl.utils.tokenizer.continuous_token_wiring"
 """verl's continuous-token wiring warns once per agent-loop instance, i.e. once per episode, when a
 model type (llama, SmolLM2's) has no builder of its own."""
@@ -57,7 +59,7 @@ def quiet_run(log_path: Path, verbose: bool) -> Iterator[Console]:
     sys.stdout.flush()
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
-    console = Console(os.fdopen(os.dup(saved[1]), "w", buffering=1), os.fdopen(os.dup(saved[2]), "w", buffering=1))
+    console = Console(*(RedactingStream(os.fdopen(os.dup(saved[fd]), "w", buffering=1)) for fd in (1, 2)))
     with open(log_path, "a", encoding="utf-8") as log, warnings.catch_warnings():
         warnings.simplefilter("default")  # each distinct warning once, into the log
         for fd in (1, 2):
