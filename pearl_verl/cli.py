@@ -20,9 +20,10 @@ from typing import Any, NoReturn
 
 from pearl_verl import __version__
 from pearl_verl.advantage.failure_guard import TrainingStalled
+from pearl_verl.children import Stopped, raise_on_stop_signals
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import shown
-from pearl_verl.redact import redact
+from pearl_verl.redact import RedactingStream, redact
 
 COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.verl_plugin.doctor_cli",
@@ -50,6 +51,16 @@ def main(
 ) -> int:
     """Run one command of ``modules``; returns the process exit code."""
     _printable_streams()
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (s if isinstance(s, RedactingStream) else RedactingStream(s) for s in streams)
+    try:
+        return _main(argv, modules, prog)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None, modules: Sequence[str], prog: str) -> int:
+    raise_on_stop_signals()  # SIGTERM/SIGHUP unwind like Ctrl-C, so every child is stopped on the way out
     parser = build_parser(modules, prog)
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -68,6 +79,9 @@ def main(
         return _report(exc, 2, args.verbose)
     except TrainingStalled as exc:  # not the user's input: the endpoints failed, exit 1
         return _report(exc, 1, args.verbose)
+    except Stopped as exc:  # its children were stopped on the way here
+        print(f"{prog} {args.command}: {exc}{getattr(args, 'stop_hint', '')}", file=sys.stderr)
+        return exc.code
     except OSError as exc:
         if exc.errno != errno.ENAMETOOLONG:  # other I/O failures keep their traceback
             raise

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import subprocess
 from pathlib import Path
 
+from pearl_verl.children import child_session
 from pearl_verl.cluster.model_specs import is_file
 from pearl_verl.cluster.plan import ASSUMPTION_RANGES, GPU_MEMORY_GB, Assumptions
 from pearl_verl.config_flags import add_config_flags, config_values
@@ -124,17 +123,11 @@ def dry_run(recipe: Path, timeout_s: float) -> str:
     """
     if not is_file(recipe):
         raise InputError(f"--recipe {recipe} is no file.")
-    with subprocess.Popen(["bash", str(recipe), "--dry-run"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, encoding="utf-8", errors="replace",
-                          start_new_session=True) as proc:
+    with child_session(["bash", str(recipe), "--dry-run"], grace_s=2.0, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8", errors="replace") as proc:
         try:
             out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
             raise InputError(f"recipe {recipe} did not finish its --dry-run within {timeout_s:g} s.") from None
     if proc.returncode != 0:
         last = next((line for line in reversed(err.splitlines()) if line.strip()), "no message")

@@ -8,6 +8,7 @@ import sys
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.local.config import LocalTrainConfig
+from pearl_verl.out_paths import output_dir_text, retype
 from pearl_verl.student.fallbacks import add_fallback_flag
 
 
@@ -21,11 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "evaluations before and after. Defaults fit a 2-core CPU: tiny random Qwen3-MoE, offline student and judge.",
     )
     add_config_flags(parser, LocalTrainConfig)
+    retype(parser, "--out-dir", output_dir_text)
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out-dir")
     add_fallback_flag(parser, role="served student")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                         help="Hydra overrides for verl's main_ppo, after the run's own (e.g. trainer.save_freq=5)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, stop_hint="; the same command with --resume goes on from its last checkpoint")
 
 
 def run(args: argparse.Namespace) -> int:

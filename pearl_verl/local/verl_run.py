@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pearl_verl.advantage.failure_guard import TrainingStalled
+from pearl_verl.children import child_session
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.local.verl_cpu import VLLM_CPU_SETTINGS
 
@@ -124,15 +125,11 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
     command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *overrides, f"hydra.run.dir={out / 'hydra'}"]
     log.flush()
     start = log.tell()
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     seen = 0
-    try:
+    with child_session(command, stdout=log, stderr=subprocess.STDOUT, env=env) as proc:
         while proc.poll() is None:
             seen = _follow(metrics, seen, on_step)
             time.sleep(0.5)
-    except BaseException:
-        _stop(proc)
-        raise
     _follow(metrics, seen, on_step)
     if proc.returncode != 0:
         tail = _read_from(log, start)
@@ -168,17 +165,3 @@ def _read_from(log: TextIO, start: int) -> str:
     with open(log.name, encoding="utf-8", errors="replace") as handle:
         handle.seek(start)
         return handle.read()
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Interrupt the child's whole session (Ray's processes too), then kill it if it lingers."""
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=30)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

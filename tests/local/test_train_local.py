@@ -5,8 +5,12 @@ cold start), and starts verl's ``main_ppo`` with its Ray cluster as a child of i
 """
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -35,9 +39,50 @@ def _verl_overrides(out: Path) -> list[str]:
     return yaml.safe_load((out / "hydra" / ".hydra" / "overrides.yaml").read_text())
 
 
-def test_cold_start_then_two_steps_through_main_ppo_then_resume(tmp_path):
+def _processes_with(marker: str) -> list[str]:
+    """The command lines of this machine's processes whose environment holds ``marker`` (Ray's inherit it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "environ").read_bytes():
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def _stop_with_sigterm_after_step(command: list[str], out: Path, step: int, marker: str) -> subprocess.CompletedProcess:
+    """Start ``command``, send it SIGTERM once verl has logged and checkpointed ``step`` (the next step under
+    way); returns the finished process, after checking that it started verl's and Ray's processes."""
+    env = {**os.environ, "PEARL_TEST_RUN": marker}
+    proc = subprocess.Popen([sys.executable, "-m", "pearl_verl.cli", *command], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    latest = out / "checkpoints" / "latest_checkpointed_iteration.txt"
+    deadline = time.monotonic() + 900
+    while not (latest.exists() and latest.read_text().strip() == str(step)
+               and any(r["step"] == step for r in _metrics(out) if "reward/mean" in r)):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.5)
+    running = _processes_with(marker)
+    assert any("main_ppo" in c for c in running) and any("ray" in c.lower() for c in running), running
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp_path):
     out = tmp_path / "run"
-    proc = _run(["train-local", "--out-dir", str(out), "--steps", "2", *SMALL, *COLD])
+    marker = f"pearl-test-{uuid.uuid4().hex}"
+    # a batch scheduler's stop (SIGTERM) during step 3 of 10: verl's trainer and all of Ray's processes go with it
+    killed = _stop_with_sigterm_after_step(["train-local", "--out-dir", str(out), "--steps", "10", *SMALL, *COLD],
+                                           out, 2, marker)
+    assert killed.returncode == 128 + signal.SIGTERM, killed.stderr[-3000:]
+    assert killed.stderr.strip().splitlines()[-1] == (
+        "pearl-verl train-local: stopped by SIGTERM; the same command with --resume goes on from its last checkpoint")
+    assert _processes_with(marker) == []  # nothing of the run is left, not even an orphan adopted by init
+    # verl may finish a step between the signal and its end: the resume starts from whatever it checkpointed
+    latest = int((out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text())
+    assert latest >= 2
     rows = _metrics(out)
     cold = rows[0]
     assert (cold["step"], cold["phase"]) == (0, "cold_start")
@@ -52,7 +97,7 @@ def test_cold_start_then_two_steps_through_main_ppo_then_resume(tmp_path):
                  "actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor", "actor_rollout_ref.rollout.name=hf"):
         assert part in overrides
     train = [r for r in rows if "reward/mean" in r]
-    assert [r["step"] for r in train] == [1, 2]
+    assert [r["step"] for r in train][:2] == [1, 2]
     for r in train:  # what verl logged: the judge's per-dimension rewards, the estimator's advantages, the update
         assert r["pearl/judge/failure_rate"] == 0.0
         # a group whose two dialogues score alike has no contrast: no advantage, no gradient, and only then
@@ -62,36 +107,38 @@ def test_cold_start_then_two_steps_through_main_ppo_then_resume(tmp_path):
         # differs by up to ~2e-4 here (2.02e-4 seen once); the weight sync itself is pinned by
         # test_main_ppo_on_cpu at lr 1e-2, where a dropped sync shows 7e-4 and more
         assert "pearl/advantage/nonzero_frac" in r and r["training/rollout_probs_diff_max"] < 5e-4
-    evals = [r for r in rows if "eval/reward/mean" in r]
-    assert [r["step"] for r in evals] == [0, 2] and all(r["eval/dialogues"] == 2 for r in evals)
-    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "checkpoints" / "global_step_2" / "actor" / "huggingface" / "config.json").exists()
-
-    # a person reads the progress bar and the summary; verl's, Ray's and torch's output go to train.log
-    summary = (out / "summary.txt").read_text()
-    assert "95% interval" in summary and "what the tutor does" in summary and summary.strip() in proc.stdout
-    assert "train-local: 100%" in proc.stderr
-    chatter = ("UserWarning", "WARNING", "TaskRunner", "ray", "Loading weights")
-    assert not any(text in proc.stdout + proc.stderr for text in chatter), (proc.stdout + proc.stderr)[-2000:]
-    assert "TaskRunner" in (out / "train.log").read_text()
-    assert "## Dialogue 1" in (out / "dialogues.md").read_text()
     # every step's dialogues with their judge fields, shaped rewards and the advantage the update used
     dumped = [json.loads(line) for line in (out / "dialogues" / "step_0002.jsonl").read_text().splitlines()]
     assert len(dumped) == 2 and {d["step"] for d in dumped} == {2} and len({d["uid"] for d in dumped}) == 1
     for d in dumped:
         assert d["episode"]["turns"] and d["judge"]["judge_ok"] == 1 and len(d["shaped"]) == 8
     assert abs(sum(d["advantage"] for d in dumped)) < 1e-4  # a group's advantages are z-scores
+
+    # resumed from verl's latest checkpoint (step 2, as a rule) with one more step: only that step runs,
+    # then the evaluations of the checkpoints (every second step) and of the last step
+    last = latest + 1
+    proc = _run(["train-local", "--out-dir", str(out), "--steps", str(last), "--resume", *SMALL, *COLD])
+    assert "trainer.resume_mode=auto" in _verl_overrides(out)
+    rows = _metrics(out)
+    assert [r["step"] for r in rows if "reward/mean" in r] == list(range(1, last + 1))  # nothing repeated
+    assert [r["step"] for r in rows if "eval/reward/mean" in r] == [0, *range(2, latest + 1, 2), last]
+    assert all(r["eval/dialogues"] == 2 for r in rows if "eval/reward/mean" in r)
+    assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
     assert all(len(j["criteria"]) == 24 for h in held for j in h["judgements"] if j["judge_ok"])
 
-    # resumed from verl's step-2 checkpoint with one more step: only step 3 runs, then its evaluation
-    proc = _run(["train-local", "--out-dir", str(out), "--steps", "3", "--resume", *SMALL, *COLD])
-    assert "trainer.resume_mode=auto" in _verl_overrides(out)
-    rows = _metrics(out)
-    assert [r["step"] for r in rows if "reward/mean" in r] == [1, 2, 3]  # nothing repeated
-    assert [r["step"] for r in rows if "eval/reward/mean" in r] == [0, 2, 3]
-    assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
-    assert "held-out judge reward, step 0 -> 3" in proc.stdout
+    # a person reads the progress bar and the summary; verl's, Ray's and torch's output go to train.log
+    summary = (out / "summary.txt").read_text()
+    assert f"held-out judge reward, step 0 -> {last}" in proc.stdout
+    assert "95% interval" in summary and "what the tutor does" in summary and summary.strip() in proc.stdout
+    assert "train-local: 100%" in proc.stderr
+    chatter = ("UserWarning", "WARNING", "TaskRunner", "ray", "Loading weights", "Traceback")
+    for printed in (killed.stdout + killed.stderr, proc.stdout + proc.stderr):
+        assert not any(text in printed for text in chatter), printed[-2000:]
+    assert "TaskRunner" in (out / "train.log").read_text()
+    assert "## Dialogue 1" in (out / "dialogues.md").read_text()
 
 
 def test_bad_settings_fail_before_any_work(tmp_path):

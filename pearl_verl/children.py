@@ -1,0 +1,122 @@
+"""The one way a command starts and stops a child process, and the signals that stop a command.
+
+A child (verl's trainer with its Ray processes, a recipe's ``--dry-run``) runs in a session of its
+own, so that stopping it reaches everything it started: its whole process group gets SIGINT (verl
+and Ray shut down on it), then SIGTERM, then SIGKILL, each after a grace period. That happens on
+every way out of the ``with`` block, an exception, Ctrl-C, and SIGTERM or SIGHUP to the command
+itself: :func:`raise_on_stop_signals` turns those two into :class:`Stopped`, so the same ``finally``
+runs for a batch scheduler's or ``timeout``'s stop as for an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOP_GRACE_S = 5.0
+"""How long a child's group has after SIGINT, and again after SIGTERM. Short: verl saves nothing on
+either (its checkpoints are what a resumed run starts from), and Ray's actors keep training after
+SIGINT (verl's trainer ran six more steps in 30 s of it); SIGTERM ends them."""
+
+
+class Stopped(SystemExit):
+    """The command got a stop signal; exits with 128 + the signal's number, as a shell reports it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return f"stopped by {signal.Signals(self.signum).name}"
+
+
+def raise_on_stop_signals() -> None:
+    """From now on SIGTERM and SIGHUP raise :class:`Stopped` in the main thread (elsewhere: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        for each in STOP_SIGNALS:  # a second signal while cleaning up must not cut the cleanup short
+            signal.signal(each, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def child_session(command: Sequence[str], grace_s: float = STOP_GRACE_S, **popen: Any) -> Iterator[subprocess.Popen]:
+    """``Popen(command, **popen)`` in a new session; on leaving, :func:`stop_session` whatever is left of it."""
+    proc = subprocess.Popen(list(command), start_new_session=True, **popen)
+    try:
+        yield proc
+    finally:
+        stop_session(proc, grace_s)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def stop_session(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+    """Stop ``proc``'s process group: SIGINT, SIGTERM, SIGKILL, each while something of it is left.
+
+    A leader that already exited may have left children in its group (Ray's raylet, a recipe's
+    ``sleep``): they are stopped the same way. Waits for the leader, so no zombie is left either.
+    """
+    for signum, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+        if not _signal_group(proc.pid, signum):
+            break
+        if _wait_group(proc, wait_s):
+            break
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Send ``signum`` to the group; False when no process of it is left."""
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # only zombies left, on some kernels
+        return False
+    return True
+
+
+def _wait_group(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait until no process of ``proc``'s group is left; True when that happened within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        proc.poll()  # reap the leader, or it stays in the group as a zombie
+        if proc.returncode is not None and not _group_alive(proc.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process other than a zombie is in the group (signal 0 counts zombies, so /proc is read)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return not os.path.isdir("/proc")
