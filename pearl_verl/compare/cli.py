@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from pearl_verl.errors import InputError
+from pearl_verl.out_paths import output_dir, output_file
 from pearl_verl.ranges import PORT, POSITIVE, SEED
 
 DEFAULT_DB_URL = "sqlite:///compare.db"
@@ -60,7 +61,7 @@ def _db_flag(parser: argparse.ArgumentParser) -> None:
 def _register_build(commands: argparse._SubParsersAction) -> None:
     build = commands.add_parser("build-pairs", help="pairs of two tutors' dialogues from eval-tutor runs")
     build.add_argument("runs", nargs="+", type=Path, help="eval-tutor output directories (or results.jsonl files)")
-    build.add_argument("--out", type=Path, required=True, help="pairs JSONL to write")
+    build.add_argument("--out", type=output_file, required=True, help="pairs JSONL to write")
     build.add_argument("--focal", help="compare this tutor against every other (it is tutor a: Win counts for it)")
     build.add_argument("--pair", action="append", default=[], help="TUTOR_A,TUTOR_B to compare (repeat)")
     build.add_argument(
@@ -96,7 +97,7 @@ def _register_report(commands: argparse._SubParsersAction) -> None:
     _db_flag(report)
     report.add_argument("--unit", choices=("vote", "majority"), default="vote", help="what one comparison is")
     report.add_argument("--focal", help="orient every table row from this tutor (default: each pair's tutor a)")
-    report.add_argument("--out", type=Path, help="directory for compare_report.md, compare_summary.json, votes.jsonl")
+    report.add_argument("--out", type=output_dir, help="directory for compare_report.md, compare_summary.json, votes.jsonl")
     report.add_argument("--export", type=Path, help="preference pairs JSONL for `pearl-verl eval-rm`")
     report.add_argument(
         "--export-unit", choices=("majority", "annotator"), default="majority", help="one line per pair or per vote"

@@ -21,13 +21,13 @@ import argparse
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.data.prepare import PrepareConfig
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
+from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import SHARE
 from pearl_verl.redact import redact
 from pearl_verl.student.types import ABILITY_LEVELS
@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "PATH: .jsonl/.json/.parquet file (relative to the working directory or to the data folder, e.g. "
         "gsm8k/test.jsonl), hf:<dataset>[:<config>]@<split>, or @fixture (the shipped sample)",
     )
-    parser.add_argument("-o", "--out-dir", type=Path, required=True, help="output folder")
+    parser.add_argument("-o", "--out-dir", type=output_dir, required=True, help="output folder")
     add_config_flags(parser, PrepareConfig, ("val_fraction", "conditions_per_problem"))
     parser.add_argument(
         "--ability-mix",
@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--keep-duplicates", action="store_true", help="keep repeated questions and train/val overlaps")
     add_config_flags(parser, PrepareConfig, ("drop_unparsed_answers",))
     knowledge = parser.add_argument_group("knowledge cache (filled ahead of training when --cache-dir is given)")
-    knowledge.add_argument("--cache-dir", type=Path, help="decomposition cache folder (pearl.student.cache_dir)")
+    knowledge.add_argument("--cache-dir", type=output_dir, help="decomposition cache folder (pearl.student.cache_dir)")
     add_endpoint_flags(
         knowledge,
         "extract-",

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from pearl_verl.errors import InputError
+from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE
 
 
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--simulator", default="mathdial", help="use dialogues with this simulator (default mathdial)")
     parser.add_argument("--max-k", type=POSITIVE.flag, default=7, help="largest k (MathDial's harness: 7)")
-    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument("--out", type=output_dir, required=True, help="output directory")
     parser.set_defaults(handler=run)
 
 

@@ -25,6 +25,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
 from pearl_verl.jsonl import read_text
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
+from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE, Range
 
 
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-tokens", type=POSITIVE.flag, default=2048, help="(benchmark default: 2048)")
     parser.add_argument("--ped-rm-path", help="pedagogical reward model directory (sequence classification)")
     parser.add_argument("--ped-rm-system-prompt", type=Path, help="file with the reward model's system prompt")
-    parser.add_argument("--out", type=Path, required=True, help="output directory (resumed when it exists)")
+    parser.add_argument("--out", type=output_dir, required=True, help="output directory (resumed when it exists)")
     parser.add_argument("--concurrency", type=POSITIVE.flag, default=16)
     parser.add_argument("--retry-failed", action="store_true", help="generate flagged examples again")
     add_progress_flag(parser)

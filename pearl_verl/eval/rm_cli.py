@@ -31,6 +31,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_judge_flags, add_progress_flag
 from pearl_verl.jsonl import read_text
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
+from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE, SEED
 
 MTB_STYLE_SYSTEM_PROMPT = (
@@ -49,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "side, a margin bucket) with a reward model and report agreement with 95%% intervals.",
     )
     parser.add_argument("pairs", nargs="?", type=Path, help="preference pairs JSONL")
-    parser.add_argument("--out", type=Path, help="output directory (resumed when it exists)")
+    parser.add_argument("--out", type=output_dir, help="output directory (resumed when it exists)")
     parser.add_argument("--rm", choices=("judge", "pairwise", "hf"), default="judge", help="kind of reward model")
     parser.add_argument("--label", help="the reward model's name in the table")
     add_endpoint_flags(  # its requests in flight are --concurrency

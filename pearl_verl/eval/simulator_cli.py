@@ -26,6 +26,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.annotate import LLMAnnotator
 from pearl_verl.eval.common_cli import add_progress_flag
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
+from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import COUNT, POSITIVE
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
 
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("dialogues", nargs="+", type=Path, help="eval-tutor results.jsonl or EpisodeRecord JSONL files")
     parser.add_argument("--name", help="simulator name for dialogues whose lines carry none (default: file stem)")
-    parser.add_argument("--out", type=Path, required=True, help="output directory (resumed when it exists)")
+    parser.add_argument("--out", type=output_dir, required=True, help="output directory (resumed when it exists)")
     parser.add_argument("--annotator", choices=("llm", "planned"), default="llm")
     add_endpoint_flags(parser, "annotator-", role="annotator", flags=CONNECTION_FLAGS)  # in flight: --concurrency
     parser.add_argument("--annotator-max-tokens", type=POSITIVE.flag, default=LLMAnnotator.DEFAULT_MAX_TOKENS)

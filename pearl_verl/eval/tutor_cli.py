@@ -44,6 +44,7 @@ from pearl_verl.eval.protocol import EvalProtocol
 from pearl_verl.judge.reward_info import reply_counts, unparsed_line
 from pearl_verl.llm.cli_flags import EndpointSpecAction
 from pearl_verl.llm.types import UsageMeter
+from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE
 from pearl_verl.student.config import SIMULATORS
 from pearl_verl.student.fallbacks import MAX_FALLBACK_RATE, FallbackRates, add_fallback_flag
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--simulator", action="append", choices=SIMULATORS, help="student simulator(s) (repeat; default pearl)"
     )
-    parser.add_argument("--out", type=Path, required=True, help="run directory (created; resumed when it exists)")
+    parser.add_argument("--out", type=output_dir, required=True, help="run directory (created; resumed when it exists)")
     protocol = parser.add_argument_group("protocol (the same for every tutor)")
     add_config_flags(protocol, EvalProtocol, zero_is_null=("top_k",),
                      helps={"top_k": "tutor top-k (paper: 50); 0 leaves the server default"})

@@ -16,6 +16,7 @@ from pearl_verl.judge.judge_cli import JUDGE_DEFAULTS, JUDGE_FIELDS
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.types import UsageMeter
+from pearl_verl.out_paths import output_file
 from pearl_verl.ranges import SHARE
 
 
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="floor on the share of comparisons ordered as built (default %(default)s)")
     check.add_argument("--min-parse-rate", type=SHARE.flag, default=MIN_PARSE_RATE,
                        help="floor on the share of judgements that parse (default %(default)s)")
-    check.add_argument("-o", "--output", type=Path, help="also write the report as JSON here")
+    check.add_argument("-o", "--output", type=output_file, help="also write the report as JSON here")
     check.add_argument("--no-progress", action="store_true", help="no progress bar")
     check.set_defaults(handler=run_check)
 

@@ -17,6 +17,7 @@ from pearl_verl.judge.reward_info import unparsed_line
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.types import UsageMeter
+from pearl_verl.out_paths import output_file
 from pearl_verl.ranges import SHARE
 from pearl_verl.run_settings import check_resume, write_settings
 
@@ -39,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "as they finish; re-running skips dialogues already scored.",
     )
     judge.add_argument("input", type=Path, help="dialogues: one EpisodeRecord JSON object per line (optional 'id')")
-    judge.add_argument("-o", "--output", type=Path, required=True, help="results JSONL (appended; resumed)")
+    judge.add_argument("-o", "--output", type=output_file, required=True, help="results JSONL (appended; resumed)")
     add_config_flags(judge, JudgeConfig, ("backend",), choices={"backend": BACKENDS})
     add_endpoint_flags(
         judge,
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="annotated trajectories -> verl SFT parquet for judge finetuning (with the noise filter)",
     )
     sft.add_argument("input", type=Path, help="JSONL: {id, episode, annotations: [judge output, ...]} per line")
-    sft.add_argument("-o", "--output", type=Path, required=True, help="training parquet")
+    sft.add_argument("-o", "--output", type=output_file, required=True, help="training parquet")
     sft.add_argument("--val-output", type=Path, help="validation parquet (needs --val-fraction)")
     sft.add_argument("--val-fraction", type=SHARE.flag, default=0.0, help="share of trajectories for validation")
     sft.add_argument("--max-spread", type=SHARE.flag, default=0.5, help="largest dimension-score range across annotations")

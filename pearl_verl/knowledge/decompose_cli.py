@@ -16,13 +16,14 @@ from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.llm.types import UsageMeter
+from pearl_verl.out_paths import output_dir_text
 from pearl_verl.redact import redact
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("decompose", help="decompose problems into knowledge units and fill the cache")
     add_problem_file_args(parser)
-    parser.add_argument("--cache-dir", required=True, help="decomposition cache directory")
+    parser.add_argument("--cache-dir", type=output_dir_text, required=True, help="decomposition cache directory")
     parser.add_argument("--curriculum", help="custom curriculum JSON (default: the shipped one)")
     add_endpoint_flags(
         parser,

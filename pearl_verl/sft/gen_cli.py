@@ -30,6 +30,7 @@ from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
 from pearl_verl.llm.types import UsageMeter
+from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE, VAL_FRACTION
 from pearl_verl.run_settings import check_resume, write_settings
 from pearl_verl.sft.filters import FilterConfig
@@ -60,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "written as verl multi-turn SFT parquet with a summary.",
     )
     parser.add_argument("inputs", nargs="+", type=Path, help="prepared parquet files (pearl-verl prepare-data)")
-    parser.add_argument("-o", "--out-dir", type=Path, required=True, help="output folder (records, parquet, summary)")
+    parser.add_argument("-o", "--out-dir", type=output_dir, required=True, help="output folder (records, parquet, summary)")
     parser.add_argument("--samples-per-row", type=POSITIVE.flag, default=1, help="dialogues per prepared row")
     parser.add_argument("--limit", type=POSITIVE.flag, help="use only the first N prepared rows")
     parser.add_argument("--concurrency", type=POSITIVE.flag, default=32, help="dialogues in flight")

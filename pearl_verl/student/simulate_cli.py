@@ -26,6 +26,7 @@ from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
 from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, UsageMeter
+from pearl_verl.out_paths import output_dir_text, output_file, retype
 from pearl_verl.ranges import POSITIVE, SEED
 from pearl_verl.redact import redact
 from pearl_verl.student.config import StudentConfig
@@ -56,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # not --refine/--no-refine: a resumed --out checks the no_refine it was written with (RESUME_SETTINGS)
     parser.add_argument("--no-refine", action="store_true", help="skip the refine call on failed consistency checks")
     add_config_flags(parser, StudentConfig, ("cache_dir",))
+    retype(parser, "--cache-dir", output_dir_text)
     parser.add_argument("--tutor", choices=TUTORS, default="socratic", help="scripted tutors, or a chat endpoint")
     # the tutor shares the student's --timeout, --max-retries and --concurrency (see build_tutor)
     add_endpoint_flags(
@@ -77,10 +79,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--out",
+        type=output_file,
         help="write the per-turn JSONL here, each dialogue as it finishes; a rerun with the same settings resumes "
         "(default: stdout, no resume)",
     )
-    parser.add_argument("--summary", help="also write the summary as JSON to this file")
+    parser.add_argument("--summary", type=output_file, help="also write the summary as JSON to this file")
     add_fallback_flag(parser)
     parser.set_defaults(handler=run)
 
