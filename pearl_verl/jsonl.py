@@ -125,11 +125,13 @@ def input_file(path: str | os.PathLike, what: str) -> Path:
     """
     path = Path(path)
     try:
-        is_dir, is_file = path.is_dir(), path.is_file()
+        is_dir, is_file, exists = path.is_dir(), path.is_file(), path.exists()
     except OSError as exc:  # a name too long, or other that no file system can hold
         raise located(path, None, f"{what}: not a usable path ({exc.strerror}).") from None
     if is_dir:
         raise located(path, None, f"{what} is a directory; give the file itself.")
+    if exists and not is_file:  # /dev/null, a pipe, a socket: read as nothing, or never ending
+        raise located(path, None, f"{what} is not a regular file; give a file.")
     if not is_file:
         raise located(path, None, f"{what} does not exist.")
     return path

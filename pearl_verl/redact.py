@@ -92,10 +92,16 @@ def looks_secret(value: str) -> bool:
 
 def redact(text: str) -> str:
     """``text`` with every remembered key and secret-shaped token replaced by :data:`PLACEHOLDER` (``NAME=`` kept)."""
-    for secret in sorted(_REMEMBERED, key=len, reverse=True):
-        text = text.replace(secret, PLACEHOLDER)
+    text = redact_remembered(text)
     text = _BEARER.sub(lambda m: m[1] + m[2] + PLACEHOLDER, text)
     return _TOKEN.sub(lambda m: _redact_token(m[0]), text)
+
+
+def redact_remembered(text: str) -> str:
+    """``text`` with every remembered key (:func:`remember_secret`) replaced, and nothing else."""
+    for secret in sorted(_REMEMBERED, key=len, reverse=True):
+        text = text.replace(secret, PLACEHOLDER)
+    return text
 
 
 def api_key_message(where: str) -> str:
@@ -155,10 +161,13 @@ def _entropy(text: str) -> float:
 
 
 class RedactingStream:
-    """A text stream that passes everything written to it through :func:`redact` first.
+    """A text stream that replaces every remembered key (:func:`redact_remembered`) in what is written to it.
 
     ``pearl-verl`` puts its stdout and stderr behind one of these: that is where text leaves the
-    program for a terminal or a CI log, whichever code printed it. Each ``write`` is redacted whole
+    program for a terminal or a CI log, whichever code printed it, so a key taken from the
+    environment cannot leave through any line. Only remembered keys: the shape rule would also take
+    what a command is meant to print (``compare add-annotator``'s login tokens); it applies to error
+    lines, logs and warnings, where nothing random belongs. Each ``write`` is redacted whole
     (``print`` writes a message in one piece); everything else is the wrapped stream's.
     """
 
@@ -166,7 +175,7 @@ class RedactingStream:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        self.stream.write(redact(text))
+        self.stream.write(redact_remembered(text))
         return len(text)
 
     def writelines(self, lines: Any) -> None:

@@ -63,8 +63,10 @@ def test_what_a_finished_leader_left_in_its_group_is_stopped():
 
 
 COMMAND = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from pearl_verl.children import Stopped, child_session, raise_on_stop_signals
+    # a shell without job control starts background jobs with SIGINT ignored (pytest run with &)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     raise_on_stop_signals()
     try:
         with child_session(["bash", "-c", "exec -a " + sys.argv[1] + " sleep 300"]):

@@ -71,6 +71,10 @@ def test_bad_score_names_the_line(tmp_path, capsys):
     path.write_text(json.dumps(good) + "\n" + json.dumps(good | {"leak": 1.7}) + "\n")
     assert main(["advantage", str(path)]) == 2
     assert "dim_scores[1, 1] = 1.7 is outside [0, 1]" in capsys.readouterr().err
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good | {"leak": 1.0000001}) + "\n")
+    assert main(["advantage", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "dim_scores[1, 1] = 1.0000001" in err and "is outside [0, 1]" in err  # not "= 1 is outside"
 
 
 def test_bad_gamma(capsys):

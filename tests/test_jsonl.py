@@ -54,6 +54,8 @@ def test_input_files_are_checked_before_they_are_opened(tmp_path):
         input_file(tmp_path / "missing.jsonl", "widget file")
     with pytest.raises(InputError, match=r": widget file is a directory; give the file itself\.$"):
         list(read_objects(tmp_path, "widget file"))
+    with pytest.raises(InputError, match=r"^/dev/null: widget file is not a regular file; give a file\.$"):
+        input_file("/dev/null", "widget file")  # it exists: "does not exist" would send the user looking for it
     path = tmp_path / "ok.jsonl"
     path.write_text('{"a": 1}\n')
     assert input_file(path, "widget file") == path

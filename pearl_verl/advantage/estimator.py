@@ -475,8 +475,11 @@ def _check_rows(scores: torch.Tensor, turns: torch.Tensor, valid: torch.Tensor) 
     bad = rows & ((scores < 0) | (scores > 1))
     if bool(bad.any()):
         r, c = (int(x) for x in bad.nonzero()[0])
+        value = scores[r, c].item()
+        short = f"{value:.6g}"
+        shown = short if float(short) not in (0.0, 1.0) else repr(value)  # 1.0000001 is not "1"
         raise InputError(
-            f"dim_scores[{r}, {c}] = {scores[r, c].item():.6g} is outside [0, 1]; PEARL expects each "
+            f"dim_scores[{r}, {c}] = {shown} is outside [0, 1]; PEARL expects each "
             "dimension score to be a mean of criterion scores mapped to [0, 1]."
         )
     bad = valid & ~(torch.isfinite(turns) & (turns >= 0))

@@ -9,7 +9,7 @@ from typing import Any
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig
-from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
 from pearl_verl.student.config import StudentConfig
 
 OFFLINE_JUDGE_LABEL = "offline HeuristicJudge (a CPU test double: NOT the paper's judge, NOT an external evaluator)"
@@ -35,6 +35,8 @@ def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
     """The judge the flags describe; None for ``--judge none``."""
     if args.judge == "none":
         return None
+    if args.judge == "llm":
+        require_endpoint_flags(args, "judge-", "judge", "--judge offline (a CPU test double)")
     values = config_values(args, _JUDGE_FIELDS, "judge-")
     return JudgeConfig(backend=args.judge, **endpoint_values(args, "judge-"), **{**values, "top_k": values["top_k"] or None})
 

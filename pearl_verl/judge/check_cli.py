@@ -14,7 +14,7 @@ from pearl_verl.judge.calibration import MIN_AGREEMENT, MIN_PARSE_RATE, load_pai
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.judge_cli import JUDGE_DEFAULTS, JUDGE_FIELDS
 from pearl_verl.judge.scoring import AGGREGATES
-from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_file
 from pearl_verl.ranges import SHARE
@@ -51,6 +51,8 @@ def run_check(args: argparse.Namespace) -> int:
     from pearl_verl.judge.config import build_judge
 
     pairs = load_pairs(args.pairs or shipped_pairs_path())
+    if args.backend == "llm":
+        require_endpoint_flags(args, "", "judge", "--backend offline (a CPU test double)")
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     judge = build_judge(config)
     progress = progress_bar("off" if args.no_progress else "auto", 2 * len(pairs), "dialogue", "judge-check")

@@ -15,7 +15,7 @@ from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.reward_info import unparsed_line
 from pearl_verl.judge.scoring import AGGREGATES
-from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_file
 from pearl_verl.ranges import SHARE
@@ -73,6 +73,8 @@ def run_judge(args: argparse.Namespace) -> int:
     from pearl_verl.judge.batch import judge_file
     from pearl_verl.judge.config import build_judge
 
+    if args.backend == "llm":
+        require_endpoint_flags(args, "", "judge", "--backend offline (a CPU test double)")
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     if not _has_lines(input_file(args.input, "dialogue file")):
         raise InputError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input

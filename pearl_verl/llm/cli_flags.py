@@ -143,6 +143,21 @@ def endpoint_values(args: argparse.Namespace, prefix: str = "") -> dict[str, Any
     return found
 
 
+def require_endpoint_flags(args: argparse.Namespace, prefix: str, role: str, instead: str) -> None:
+    """A command whose ``role`` calls an LLM got both ``--{prefix}base-url`` and ``--{prefix}model``.
+
+    Checked before the role's config is built, whose own error names the config keys
+    (``+reward.reward_kwargs.base_url=...``), not the flags a person typed.
+
+    Raises:
+        InputError: naming the two flags, what they got, and ``instead`` (the offline test double's flag).
+    """
+    values = endpoint_values(args, prefix)
+    if not (values.get("base_url") and values.get("model")):
+        raise InputError(f"the {role} endpoint needs --{prefix}base-url and --{prefix}model (got "
+                         f"{values.get('base_url')!r} and {values.get('model')!r}), or {instead}.")
+
+
 def endpoint_config(args: argparse.Namespace, prefix: str = "", **overrides: Any) -> EndpointConfig | None:
     """The endpoint the flags under ``prefix`` describe, or None when no base URL was given (offline).
 

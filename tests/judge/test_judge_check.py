@@ -85,3 +85,11 @@ def test_a_broken_pairs_file_is_an_error_naming_its_line(tmp_path):
     path.write_text("")
     with pytest.raises(InputError, match="holds no calibration pairs"):
         load_pairs(path)
+
+
+@pytest.mark.parametrize("argv", [[], ["--base-url", "http://127.0.0.1:9/v1"]], ids=["neither", "no-model"])
+def test_an_llm_judge_without_its_endpoint_flags_is_refused_naming_the_flags(capsys, argv):
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    assert err.strip().splitlines()[-1].startswith("error: the judge endpoint needs --base-url and --model (got ")
+    assert "--backend offline" in err and "reward_kwargs" not in err  # the flags typed, not verl's config keys
