@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -88,6 +89,8 @@ class CalibrationReport:
     judged: int = 0
     parsed: int = 0
     failures: list[str] = field(default_factory=list)
+    endpoint_failures: Counter[str] = field(default_factory=Counter)
+    """Failed judgements whose endpoint failed (``http_401``, ``connection``, ``timeout``...), by reason."""
 
     def agreement(self, dimension: str | None = None) -> Estimate:
         """Share of comparisons ordered correctly (all dimensions when ``dimension`` is None), 95% interval."""
@@ -106,6 +109,12 @@ class CalibrationReport:
         if self.passes(min_agreement, min_parse_rate):
             return (f"the judge ranks these pairs: it orders {agree.mean:.0%} of the comparisons as built "
                     f"(floor {min_agreement:.0%}) and parses {parse.mean:.0%} of its judgements.")
+        down = sum(self.endpoint_failures.values())
+        if down and 2 * down >= self.judged:  # a dead or refusing server is no verdict on the model
+            kinds = ", ".join(f"{kind} {count}" for kind, count in self.endpoint_failures.most_common())
+            return (f"the judge endpoint failed on {down} of {self.judged} judgements ({kinds}): nothing can be said "
+                    "of the judge model. Check the server (its URL, --model, the key in --api-key-env, its log) "
+                    "and run this again.")
         reasons = []
         if parse.mean < min_parse_rate:
             reasons.append(f"only {parse.mean:.0%} of its judgements parse (floor {min_parse_rate:.0%})")
@@ -127,6 +136,7 @@ class CalibrationReport:
             "min_agreement": min_agreement,
             "min_parse_rate": min_parse_rate,
             "failures": self.failures[:20],
+            "endpoint_failures": dict(self.endpoint_failures),
             "verdict": self.verdict(min_agreement, min_parse_rate),
         }
 
@@ -180,6 +190,8 @@ async def check_judge(
         for result, side in ((better, "better"), (worse, "worse")):
             if not result.ok:
                 report.failures.append(f"{pair.pair_id} ({side}): {result.error}")
+                if (result.reason or "").startswith("llm_"):
+                    report.endpoint_failures[result.reason.removeprefix("llm_")] += 1
         # each dimension's criterion mean with the gate open (g = 1): the scores before the completion gate
         high = gated_dimension_scores(better.criteria, 1) if better.ok else {}
         low = gated_dimension_scores(worse.criteria, 1) if worse.ok else {}

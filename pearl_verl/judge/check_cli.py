@@ -55,6 +55,9 @@ def run_check(args: argparse.Namespace) -> int:
         require_endpoint_flags(args, "", "judge", "--backend offline (a CPU test double)")
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     judge = build_judge(config)
+    if config.needs_endpoint:  # a hanging server would otherwise look like a hanging command
+        print(f"judge-check: {2 * len(pairs)} judgements, waiting for {config.base_url} (model {config.model}; "
+              f"up to {config.timeout_s:g} s a request, {config.max_retries} retries)", file=sys.stderr, flush=True)
     progress = progress_bar("off" if args.no_progress else "auto", 2 * len(pairs), "dialogue", "judge-check")
     report = asyncio.run(check_judge(judge, pairs, concurrency=args.concurrency,
                                      on_judged=progress.update if progress is not None else None))

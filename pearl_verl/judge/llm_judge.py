@@ -288,5 +288,5 @@ class LLMJudge:
         _count(self.stats.failure_reasons, reason)
         logger.warning("judgement failed (%s): %s", reason, error)
         used, unparsed = (draws.used, draws.unparsed) if draws is not None else (0, 0)
-        return JudgeResult(ok=False, error=error, attempts=used, unparsed=unparsed,
+        return JudgeResult(ok=False, error=error, reason=reason, attempts=used, unparsed=unparsed,
                            latency_s=time.perf_counter() - start)

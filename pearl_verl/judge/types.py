@@ -39,6 +39,9 @@ class JudgeResult:
         gate: the completion indicator g (1 complete, 0 incomplete); None when not ok.
         criteria: every criterion verdict, ungated.
         error: why it failed, when not ok.
+        reason: the failure's kind, when known: ``llm_<reason>`` for the endpoint (``llm_http_401``,
+            ``llm_connection``, ``llm_timeout``: the server, not the model), ``parse_<reason>`` for output
+            that failed the rubric's contract (the model).
         attempts: judge completions received and used (parse retries and self-consistency samples
             included; extra completions a server sent beyond those asked for are not).
         unparsed: of those completions, the ones that failed the output contract (the judge model
@@ -51,6 +54,7 @@ class JudgeResult:
     gate: int | None = None
     criteria: tuple[CriterionScore, ...] = ()
     error: str | None = None
+    reason: str | None = None
     attempts: int = 0
     unparsed: int = 0
     latency_s: float = 0.0

@@ -155,8 +155,7 @@ async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: st
     try:
         result = await OpenAIChatClient(endpoint, sampling).chat([{"role": "user", "content": "Say OK."}], sampling)
     except LLMCallError as exc:
-        checks.append(Check(f"{role} sampling fields", False, f"top_k, seed, n={n} refused: {exc}",
-                            "serve it with vLLM (which takes top_k and n), or set top_k to null in the role's config"))
+        checks.append(_first_call_failed(role, n, exc))
         return checks
     detail = f"top_k, seed and n={n} accepted; {len(result.texts)} choices"
     if len(result.texts) != n:  # the judge notices and asks for each sample apart (JudgeStats.n_ignored)
@@ -168,6 +167,25 @@ async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: st
         if checks[-1].ok:
             checks.append(await _calibration_check(base_url, model, api_key_env))
     return checks
+
+
+def _first_call_failed(role: str, n: int, exc: Any) -> Check:
+    """The first chat call failed: a refused field only when the server said the request was bad.
+
+    A refused key, a dead server or a timeout says nothing of the sampling fields (nor of the model),
+    and a fix that names them would send the user to the wrong place.
+    """
+    name = f"{role} sampling fields"
+    if exc.reason in ("http_401", "http_403"):
+        return Check(name, False, f"the server refused the key ({exc.reason}): {exc}",
+                     f"export the key the server takes in the variable --{role}-api-key-env names "
+                     "(vllm serve --api-key), or drop --api-key on a server that needs none")
+    if exc.reason in ("http_400", "http_422"):
+        return Check(name, False, f"top_k, seed, n={n} refused: {exc}",
+                     "serve it with vLLM (which takes top_k and n), or set top_k to null in the role's config")
+    return Check(name, False, f"the endpoint failed the first chat request ({exc.reason}), so nothing of its sampling "
+                 f"fields or its model is known: {exc}", "check that the server is up and its log (a chat request "
+                 "timed out, was dropped or got a server error)")
 
 
 async def _structured_output_check(role: str, endpoint: Any) -> Check:

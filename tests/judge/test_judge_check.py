@@ -17,7 +17,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.calibration import CONTRASTS, build_pairs, load_pairs, shipped_pairs_path
 from pearl_verl.judge.prompt import canonical_output
 from pearl_verl.judge.rubric import RUBRIC
-from pearl_verl.llm.local_server import LocalChatServer
+from pearl_verl.llm.local_server import LocalChatServer, Reply
 
 HELD_OUT = Path(__file__).parent / "fixtures" / "judge_calibration_heldout.jsonl"
 
@@ -93,3 +93,17 @@ def test_an_llm_judge_without_its_endpoint_flags_is_refused_naming_the_flags(cap
     assert code == 2
     assert err.strip().splitlines()[-1].startswith("error: the judge endpoint needs --base-url and --model (got ")
     assert "--backend offline" in err and "reward_kwargs" not in err  # the flags typed, not verl's config keys
+
+
+@pytest.mark.parametrize("status", [401, 503])
+def test_a_failing_endpoint_is_told_apart_from_a_weak_model(capsys, tmp_path, status):
+    report = tmp_path / "report.json"
+    with LocalChatServer(lambda body: Reply(status=status), model="judge") as server:
+        code, _, err = _run(capsys, "--base-url", server.base_url, "--model", "judge", "--max-retries", "0",
+                              "--pairs", str(HELD_OUT), "-o", str(report))
+    assert code == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: the judge endpoint failed on ") and f"(http_{status} " in last, last
+    assert "stronger" not in last and "Check the server" in last  # the server, not the model
+    assert json.loads(report.read_text())["endpoint_failures"] == {f"http_{status}": 2 * len(load_pairs(HELD_OUT))}
+    assert f"waiting for {server.base_url}" in err  # said before the wait, not only after it

@@ -137,7 +137,7 @@ def test_llm_backend_against_a_local_server_records_failures_per_line(tmp_path, 
 
 def test_cli_reports_config_errors_as_values():
     args = _parser().parse_args(["judge", "x.jsonl", "-o", "y.jsonl", "--backend", "llm"])
-    with pytest.raises(ValueError, match="needs base_url and model"):
+    with pytest.raises(ValueError, match="the judge endpoint needs --base-url and --model"):
         args.handler(args)
 
 

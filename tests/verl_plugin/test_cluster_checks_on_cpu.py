@@ -88,6 +88,16 @@ def test_endpoint_failures_name_their_cause():
     assert checks[1].ok and "the server ignores n, so the judge will ask for each sample in its own request" in (
         checks[1].detail)
 
+    # a refused key or a failing server is no verdict on the sampling fields: the fix names the real cause
+    with LocalChatServer(lambda r: Reply(status=401), model="m") as server:
+        checks = endpoint_checks("judge", server.base_url, "m", None)
+    assert not checks[1].ok and "the server refused the key (http_401)" in checks[1].detail
+    assert "--judge-api-key-env" in checks[1].fix and "top_k" not in checks[1].fix
+    with LocalChatServer(lambda r: Reply(status=503), model="m") as server:
+        checks = endpoint_checks("student", server.base_url, "m", None)
+    assert not checks[1].ok and "the endpoint failed the first chat request (http_503)" in checks[1].detail
+    assert "server is up" in checks[1].fix and "top_k" not in checks[1].fix
+
     def no_json_schema(request):  # llama-cpp-python's server: json_object only
         kind = (request.get("response_format") or {}).get("type")
         return Reply(status=500, error_message="json_schema unsupported") if kind == "json_schema" else "OK"
