@@ -237,3 +237,23 @@ def test_database_of_the_previous_schema_is_migrated(hostile_run, tmp_path):
     page = sign_in(bob, bob_code)
     vote = {"pair": shown(store, page.text, "bob")[0].public_id, "choice": "tie", "csrf_token": csrf_of(page.text)}
     assert bob.post("/vote", data=vote).status_code == 200 and len(store.votes()) == 1
+
+
+def test_serve_refuses_a_taken_port_and_an_unusable_host_in_one_line_before_serving(study, tmp_path, capsys):
+    import socket
+
+    db = f"sqlite:///{tmp_path / 'study.db'}"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["compare", "serve", "--db-url", db, "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert "serving" not in out  # it did not claim to serve first
+    assert err.strip().splitlines() == [f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in "
+                                        "use); another server may hold it: stop it or pick another --port."]
+    for host in ("\u202e", "no-such-host.invalid"):
+        assert main(["compare", "serve", "--db-url", db, "--host", host]) == 2
+        out, err = capsys.readouterr()
+        assert "serving" not in out and "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith("error: --host ") and "is no address to listen on" in err
