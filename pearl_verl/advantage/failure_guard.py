@@ -86,6 +86,13 @@ class FailureGuardConfig:
         check_ranges(self, prefix="pearl.failure_guard.")
 
 
+def _with_url(cause: str, url: Any) -> str:
+    """``cause`` with the endpoint's URL after its setting (``reward.reward_kwargs.base_url=http://...``)."""
+    if not url:
+        return cause
+    return cause.replace("base_url;", f"base_url={url}; its own warnings in the log name the HTTP status;", 1)
+
+
 class TrainingStalled(RuntimeError):
     """Raised when the failure rate stayed above the threshold for ``patience`` consecutive steps."""
 
@@ -93,10 +100,13 @@ class TrainingStalled(RuntimeError):
 class FailureGuard:
     """Counts consecutive steps whose failure rate exceeds the threshold; raises at ``patience``."""
 
-    def __init__(self, config: FailureGuardConfig, resume: str = "relaunch with trainer.resume_mode=auto") -> None:
-        """``resume``: how this entry point continues from its last checkpoint, for the message."""
+    def __init__(self, config: FailureGuardConfig, resume: str = "relaunch with trainer.resume_mode=auto",
+                 endpoints: Mapping[str, Any] | None = None) -> None:
+        """``resume``: how this entry point continues from its last checkpoint, for the message.
+        ``endpoints``: the run's judge and student URLs by cause, named in the message (None: unknown)."""
         self.config = config
         self.resume = resume
+        self.causes = {cause: _with_url(text, (endpoints or {}).get(cause)) for cause, text in CAUSES.items()}
         self._recent: deque[tuple[int | None, float, dict[str, float]]] = deque(maxlen=max(config.patience, 1))
         self._unparsed: deque[float] = deque(maxlen=max(config.patience, 1))
 
@@ -147,9 +157,10 @@ class FailureGuard:
         named = sorted((share, cause) for cause, share in shares.items() if share > 0)
         if not all(causes for _, _, causes in self._recent) or not named:
             return (  # no cause metrics from this entry point: point at both endpoints
-                f"Check {CAUSES['judge']} and {CAUSES['student']}; dialogues that ended in tutor_error count too."
+                f"Check {self.causes['judge']} and {self.causes['student']}; dialogues that ended in tutor_error count "
+                "too."
             )
-        failed = "; ".join(f"{CAUSES[cause]}: {share:.2f}" for share, cause in reversed(named))
+        failed = "; ".join(f"{self.causes[cause]}: {share:.2f}" for share, cause in reversed(named))
         return f"What failed, as a mean share of dialogues over these steps: {failed}.{self._weak_judge(shares)}"
 
     def _weak_judge(self, shares: Mapping[str, float]) -> str:

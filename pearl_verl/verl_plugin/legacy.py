@@ -50,7 +50,7 @@ class GuardState:
     def update(self, pearl_config: PearlConfig, metrics: dict[str, float]) -> None:
         """Count one step; a stop waits for the step's actor update (:func:`pearl_update_actor`)."""
         if self.guard is None:
-            self.guard = FailureGuard(pearl_config.failure_guard)
+            self.guard = FailureGuard(pearl_config.failure_guard, endpoints={"student": pearl_config.student.base_url})
         try:
             self.guard.update(metrics)
         except TrainingStalled as stall:

@@ -58,7 +58,9 @@ class PearlSyncTrainer(PPOTrainerSync):
         check_v1_advantage_step()  # before verl builds workers: a renamed step would never be called
         super().__init__(config)
         self.pearl_config = pearl_config_from_root(config)
-        self.failure_guard = FailureGuard(self.pearl_config.failure_guard)
+        judge_url = ((config.get("reward") or {}).get("reward_kwargs") or {}).get("base_url")
+        self.failure_guard = FailureGuard(self.pearl_config.failure_guard, endpoints={
+            "judge": judge_url, "student": self.pearl_config.student.base_url})
         self._stall: TrainingStalled | None = None
         self._stop: TrainingStalled | None = None  # the stall, with where its step is saved
         self._saved_step: int | None = None

@@ -77,6 +77,15 @@ def test_message_names_what_failed_largest_first():
     assert "tutor" not in message.split("What failed")[1].split("Fix it")[0]  # a cause that never failed is left out
 
 
+def test_message_names_the_endpoints_url_where_the_run_knows_it():
+    guard = FailureGuard(FailureGuardConfig(patience=1), endpoints={"judge": "http://judge:8000/v1", "student": None})
+    with pytest.raises(TrainingStalled) as stop:
+        guard.update({FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0}, 3)
+    message = str(stop.value)
+    assert "the judge endpoint (reward.reward_kwargs.base_url=http://judge:8000/v1; its own warnings" in message
+    assert "name the HTTP status" in message
+
+
 def test_a_judge_that_answers_in_the_wrong_form_is_told_from_one_that_is_down():
     weak = {FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0, PARSE_FAILURE_RATE_KEY: 0.9}
     down = {FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0}  # no reply came back: no parse rate

@@ -158,6 +158,7 @@ def test_a_run_whose_judge_is_down_stops_with_the_failure_guard_and_a_resumable_
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("error: pearl/judge/failure_rate stayed above 0.5 for 3 consecutive steps"), error
     assert "rerun with --resume" in error and "the judge" in error
+    assert "reward.reward_kwargs.base_url=http://127.0.0.1:9/v1" in error  # where to look, not only which key
     # the failure guard stopped verl's trainer itself (the suite's one main_ppo run with the judge down)
     log = (out / "train.log").read_text()
     assert "TrainingStalled" in log and "pearl/judge/failure_rate stayed above 0.5 for 3 consecutive steps" in log
