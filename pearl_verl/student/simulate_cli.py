@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     print(report, file=sys.stderr if output.path is None else sys.stdout)
     if args.summary:
         Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    failure = failed_run(summary)
+    failure = failed_run(summary, args.max_fallback_rate)
     if failure is not None:
         print(redact(f"error: {failure}"), file=sys.stderr)
         return 1
@@ -211,14 +211,18 @@ def _shares(shares: dict[str, float]) -> str:
     return ", ".join(f"{source} {100 * share:.1f}%" for source, share in shares.items())
 
 
-def failed_run(summary: dict[str, Any]) -> str | None:
-    """Why a run produced nothing usable (every dialogue failed, or every reply fell back), or None."""
+def failed_run(summary: dict[str, Any], max_fallback_rate: float = 0.0) -> str | None:
+    """Why a run produced nothing usable (every dialogue failed, or every reply fell back), or None.
+
+    ``max_fallback_rate`` 1 (``--max-fallback-rate 1``) accepts a run whose replies all fell back, as
+    its help says: the fallback is a test double the user asked to keep.
+    """
     from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 
     reasons = summary["end_reasons"]
     if summary["dialogues"] and all(reason in FAILED_EPISODE_REASONS for reason in reasons):
         return f"every dialogue failed ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))})"
     replies = summary["sources"]["reply_source"]
-    if replies.get("fallback", 0.0) == 1.0:
+    if replies.get("fallback", 0.0) == 1.0 and max_fallback_rate < 1:
         return "every student reply fell back to a template (the endpoint's replies never passed parsing or checks)"
     return None

@@ -91,3 +91,11 @@ def test_eval_tutor_refuses_to_resume_with_another_structured_output(tmp_path, c
     assert cli.main([*argv, "--judge-structured-output", "json_object"]) == 2
     err = capsys.readouterr().err
     assert "'structured_output': 'json_object'" in err and "(student or judge changed)" in err
+
+
+def test_every_reply_falling_back_is_accepted_only_at_max_fallback_rate_1():
+    from pearl_verl.student.simulate_cli import failed_run
+
+    summary = {"dialogues": 2, "end_reasons": {"max_turns": 2}, "sources": {"reply_source": {"fallback": 1.0}}}
+    assert failed_run(summary, 0.5).startswith("every student reply fell back to a template")
+    assert failed_run(summary, 1.0) is None  # the help: exit 1 only above that share, and nothing is above 1
