@@ -3,6 +3,7 @@ hiding, and the migration of an older database."""
 
 import re
 import sqlite3
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -250,10 +251,36 @@ def test_serve_refuses_a_taken_port_and_an_unusable_host_in_one_line_before_serv
         assert main(["compare", "serve", "--db-url", db, "--port", str(port)]) == 2
     out, err = capsys.readouterr()
     assert "serving" not in out  # it did not claim to serve first
-    assert err.strip().splitlines() == [f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in "
-                                        "use); another server may hold it: stop it or pick another --port."]
+    expected = (f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use); another server "
+                "may hold it: stop it or pick another --port.")
+    assert err.strip().splitlines() == [expected]
     for host in ("\u202e", "no-such-host.invalid"):
         assert main(["compare", "serve", "--db-url", db, "--host", host]) == 2
         out, err = capsys.readouterr()
         assert "serving" not in out and "Traceback" not in err
         assert err.strip().splitlines()[-1].startswith("error: --host ") and "is no address to listen on" in err
+
+
+def test_sigterm_stops_the_study_server_with_one_line(study, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    db = f"sqlite:///{tmp_path / 'study.db'}"
+    proc = subprocess.Popen([sys.executable, "-m", "pearl_verl.cli", "compare", "serve", "--db-url", db, "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+    deadline = time.monotonic() + 60
+    while True:  # uvicorn starts serving a moment after the line
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+                assert response.status == 200
+                break
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "pearl-verl compare: stopped by SIGTERM", err

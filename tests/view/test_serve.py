@@ -137,3 +137,36 @@ def test_no_request_reaches_a_file_other_than_the_page(served, method, target):
         assert page_target and method in ("GET", "HEAD") and body in (PAGE, b"")
     else:
         assert status in (400, 404, 405, 414, 501), (method, target, status)
+
+
+def _start(argv):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "pearl_verl.cli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_sigterm_stops_the_page_server_with_one_line_and_frees_its_port(run_folder, tmp_path):
+    import signal
+
+    proc = _start(["view", str(run_folder), "-o", str(tmp_path / "view.html"), "--serve"])
+    lines = [proc.stdout.readline(), proc.stdout.readline()]
+    port = int(lines[-1].split("http://127.0.0.1:")[1].split("/")[0])
+    assert ask(port, "GET", "/")[0] == 200
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "pearl-verl view: stopped by SIGTERM", err
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass
+
+
+def test_a_taken_port_is_one_error_line_before_the_page_is_read(run_folder, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _start(["view", str(run_folder), "-o", str(tmp_path / "view.html"), "--serve", "--port", str(port)])
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and out == "" and not (tmp_path / "view.html").exists()
+    assert err.strip().splitlines() == [f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use)."]
