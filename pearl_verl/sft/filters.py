@@ -91,6 +91,7 @@ class FilterConfig:
         "min_tutor_turns": POSITIVE,
         "attempts_before_answer": Range(int, low=0, why="0: no leak filter"),
         "judge_min_score": Range(float, low=0, high=1, why="judge scores are in [0, 1]"),
+        "turn_balance": Range(float, low=0, why="0 turns balancing off; a cap is at least 1"),
     }
 
     min_tutor_turns: int = 2

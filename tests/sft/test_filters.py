@@ -139,6 +139,7 @@ def test_turn_balance_caps_each_length_stably():
     ({"attempts_before_answer": -1}, r"attempts_before_answer=-1: a whole number from 0 to 1,000,000,000 \(0: no leak filter\)"),
     ({"judge_min_score": 1.5}, r"judge_min_score=1.5: a finite number from 0 to 1 \(judge scores are in \[0, 1\]\)"),
     ({"turn_balance": 0.5}, "turn_balance=0.5 must be 0"),
+    ({"turn_balance": float("nan")}, r"turn_balance=nan: a finite number from 0 to"),  # not int(nan) later
 ])
 def test_config_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):
