@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,13 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
-    """Reward (overall and per dimension), held-out tutor behaviour, turns and loss per step, as one PNG."""
+def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str,
+                observables: Mapping[str, str] | None = None) -> Path:
+    """Reward (overall and per dimension), held-out tutor behaviour, turns and loss per step, as one PNG.
+
+    ``observables``: the held-out behaviours to draw (``eval/obs/<name>`` rows) and what each measures
+    (:data:`pearl_verl.local.heldout.OBSERVABLES`, passed in: heldout writes through this module).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,9 +64,7 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
         axes[0].plot(steps, [_get(row, f"pearl/reward/{dim}/mean") for row in train], linewidth=1, alpha=0.6, label=dim)
     axes[0].set(title="judge reward", xlabel="step", ylabel="score in [0, 1]", ylim=(-0.02, 1.02))
     axes[0].legend(fontsize=7, ncol=3)
-    from pearl_verl.local.heldout import OBSERVABLES
-
-    for name, text in OBSERVABLES.items():
+    for name, text in (observables or {}).items():
         points = [(row["step"], 100 * row[f"eval/obs/{name}"]) for row in evals if f"eval/obs/{name}" in row]
         if points:
             axes[1].plot(*zip(*points), "o--", markersize=5, label=text)

@@ -33,7 +33,7 @@ from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.local.config import LOCAL_PROBLEMS, LocalTrainConfig
-from pearl_verl.local.heldout import HeldOut, append_heldout, read_heldout
+from pearl_verl.local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
 from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics, write_dialogues
@@ -334,7 +334,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
         progress.set_postfix_str("done")
     finally:
         progress.close()  # also ends the bar's line before an error is printed
-    plot_curves(rows, out / "curves.png", f"pearl-verl train-local ({config.model}, seed {config.seed})")
+    plot_curves(rows, out / "curves.png", f"pearl-verl train-local ({config.model}, seed {config.seed})", OBSERVABLES)
     _write_summary(out, read_heldout(heldout_path), rows, roles)
     return rows
 

@@ -39,12 +39,12 @@ from pearl_verl.student.types import StudentSession, StudentTurn
 from pearl_verl.tutor.prompts import tutor_system_prompt
 from pearl_verl.verl_plugin.compat import builder_render, replace_builder_render
 from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+from pearl_verl.verl_plugin.names import EPISODE_KEY
 from pearl_verl.verl_plugin.simulators import simulator_for
 
 logger = logging.getLogger(__name__)
 
 AGENT_NAME = "pearl_tutor"
-EPISODE_KEY = "pearl_episode"
 
 
 @dataclass

@@ -32,6 +32,7 @@ from pearl_verl.advantage.metrics import advantage_metrics
 from pearl_verl.config import PearlConfig, load_pearl_config
 from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin.compat import config_root
+from pearl_verl.verl_plugin.names import REWARD_MANAGER_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +139,6 @@ def check_scalar_fallback(config: Any) -> None:
         InputError: the reward manager is ``pearl_judge`` (the fields exist but this trainer does
             not forward them; its scalar reward scores a failed judgement 0.0).
     """
-    from pearl_verl.verl_plugin.reward_manager import REWARD_MANAGER_NAME
 
     name = reward_manager_name(config_root(config))
     if name is None:

@@ -29,8 +29,8 @@ from pearl_verl.advantage.inputs import inputs_from_columns
 from pearl_verl.advantage.metrics import FALLBACK_FIELDS, judge_parse_metrics, student_fallback_metrics
 from pearl_verl.config import PearlConfig
 from pearl_verl.judge.reward_info import REPLIES_KEY, REWARD_INFO_KEYS, UNPARSED_KEY
-from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
+from pearl_verl.verl_plugin.names import EPISODE_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 

@@ -33,11 +33,10 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.judge.config import JudgeConfig, build_judge, judge_config_from_mapping
 from pearl_verl.judge.reward_info import reward_info, reward_score, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
-from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
+from pearl_verl.verl_plugin.names import EPISODE_KEY, REWARD_MANAGER_NAME
 
 logger = logging.getLogger(__name__)
 
-REWARD_MANAGER_NAME = "pearl_judge"
 
 _WARN_EVERY = 100  # rows without an episode: warn on the first and then every 100th
 _LOG_STATS_EVERY = 1000  # samples between INFO summaries of the judge's counters

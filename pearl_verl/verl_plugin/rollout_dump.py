@@ -17,7 +17,7 @@ from typing import Any
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.inputs import shaped_rewards
 from pearl_verl.judge.reward_info import reward_score
-from pearl_verl.verl_plugin.agent_loop import EPISODE_KEY
+from pearl_verl.verl_plugin.names import EPISODE_KEY
 
 MAX_TURN_CHARS = 8_000
 
