@@ -14,9 +14,9 @@ generated JSON lines). A new command or flag is fuzzed without editing this file
 - every run ends within :data:`BOUND_S` (the inputs are a few KB).
 
 Work that runs until stopped on valid input (training, the study and page servers) is replaced by a
-marker exception once the command has accepted its input: reaching it is a pass. The doctor's probe
-of verl's trainer (a fresh process importing verl, ~10 s) answers at once: it reads no input, and
-``tests/verl_plugin/test_doctor_on_cpu.py`` runs it for real.
+marker exception once the command has accepted its input: reaching it is a pass. The doctor's probes
+of verl's trainer and of verl's vLLM rollout (fresh processes importing verl, and vLLM, 10-15 s each)
+answer at once: they read no input, and ``tests/verl_plugin/test_doctor_on_cpu.py`` runs them for real.
 
 ``PEARL_FUZZ=long`` runs :data:`LONG_EXAMPLES` examples per command instead of a few (BENCHMARKS.md
 records what the long profile found).
@@ -160,7 +160,7 @@ def _bounded(seconds: int, argv: list[str]) -> Iterator[None]:
 @pytest.fixture
 def no_endless_work(monkeypatch):
     """Training and servers raise :class:`ReachedWork` instead of running until stopped; the doctor's
-    trainer probe answers at once."""
+    trainer and vLLM probes answer at once."""
 
     def reached(*args, **kwargs):
         raise ReachedWork("reached the work")
@@ -173,9 +173,12 @@ def no_endless_work(monkeypatch):
 
     monkeypatch.setattr(doctor, "check_cpu_trainer",
                         lambda *args, **kwargs: doctor.Check("verl's trainer on this CPU", True, "not probed here"))
+    # a fresh process importing verl and vLLM, ~15 s an example; test_doctor_on_cpu.py runs it for real
+    monkeypatch.setattr(doctor, "check_cpu_vllm",
+                        lambda *args, **kwargs: doctor.Check("verl's vLLM rollout on this CPU", True, "not probed here"))
     monkeypatch.setattr(train, "run_training", reached)
     monkeypatch.setattr(view_cli, "serve", reached)
-    monkeypatch.setattr(uvicorn, "run", reached)
+    monkeypatch.setattr(uvicorn.Server, "run", reached)  # compare serve, once its socket is bound
 
 
 def _run(argv: list[str], capsys) -> tuple[int | str, str]:
