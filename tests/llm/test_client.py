@@ -126,6 +126,19 @@ def test_api_key_comes_from_the_named_environment_variable(monkeypatch):
         OpenAIChatClient(EndpointConfig(base_url="http://127.0.0.1:1/v1", model="m", api_key_env="PEARL_TEST_KEY"))
 
 
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_server_that_echoes_the_key_cannot_bring_it_into_the_error(monkeypatch, status):
+    """Every command's endpoint calls go through this client: no error text of it carries the key, whatever its
+    shape (this one looks like no key) and wherever the server puts it."""
+    key = "plain-words-nobody-would-flag-7"
+    monkeypatch.setenv("PEARL_TEST_KEY", key)
+    echo = Reply(status=status, error_message=f"bad key {key}; you sent Authorization: Bearer {key} ({key[:12]}...)")
+    with LocalChatServer(lambda body: echo) as server, pytest.raises(LLMCallError) as failed:
+        asyncio.run(_client(server, api_key_env="PEARL_TEST_KEY", max_retries=1).chat([{"role": "user", "content": "x"}]))
+    assert failed.value.reason == f"http_{status}" and key not in str(failed.value)
+    assert "bad key <redacted: looks like an API key>" in str(failed.value)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
