@@ -15,7 +15,7 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from pearl_verl import __version__
@@ -189,6 +189,16 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-ve
     for module in modules:
         importlib.import_module(module).register(sub)
     return parser
+
+
+def command_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[
+        tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """``(command path, its parser)`` for ``parser`` and every sub-command below it, depth first."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from command_parsers(sub, (*path, name))
 
 
 def main_exit() -> None:

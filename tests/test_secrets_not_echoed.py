@@ -9,7 +9,6 @@ the ``error:`` line, and no command does real work here.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
 import string
@@ -33,18 +32,10 @@ SPEC = "name=endpoint,base_url=http://127.0.0.1:8000/v1,model=m,api_key_env={}"
 REFUSAL = "looks like an API key"
 
 
-def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _parsers(sub, (*path, name))
-
-
 def _key_flags():
     """``(command path, flag, kind)`` for every flag that may receive a key; kind: spec, key-env or other."""
     found = []
-    for path, parser in _parsers(cli.build_parser()):
+    for path, parser in cli.command_parsers(cli.build_parser()):
         for action in parser._actions:
             flag = action.option_strings[-1] if action.option_strings else None
             if flag is None or action.nargs == 0:
@@ -71,7 +62,7 @@ def parser():
         raise InputError(f"cannot use {vars(args)}")
 
     built = cli.build_parser()
-    for _, sub in _parsers(built):
+    for _, sub in cli.command_parsers(built):
         sub.set_defaults(handler=echo)
     return built
 
@@ -94,7 +85,7 @@ def test_the_walk_finds_the_known_flags():
 
 
 def test_every_parser_redacts_its_errors():
-    assert all(isinstance(sub, cli.RedactingParser) for _, sub in _parsers(cli.build_parser()))
+    assert all(isinstance(sub, cli.RedactingParser) for _, sub in cli.command_parsers(cli.build_parser()))
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))

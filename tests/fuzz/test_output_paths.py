@@ -7,7 +7,6 @@ the one output-path type of :mod:`pearl_verl.out_paths`.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,9 @@ from pearl_verl.out_paths import output_dir, output_dir_text, output_file
 NAMES = ("-o", "--out", "--out-dir", "--output", "--cache-dir", "--summary")
 
 
-def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _parsers(sub, (*path, name))
-
-
 def _output_flags():
     found = []
-    for path, parser in _parsers(cli.build_parser()):
+    for path, parser in cli.command_parsers(cli.build_parser()):
         for action in parser._actions:
             if set(action.option_strings) & set(NAMES):
                 found.append((path, action.option_strings[-1], action.type))
