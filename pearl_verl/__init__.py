@@ -3,6 +3,21 @@
 The core (this package minus ``verl_plugin``) never imports verl. Importing verl loads
 ``pearl_verl.verl_plugin.register`` through the ``verl.plugins`` entry point. The names below load
 on first use (PEP 562), so that ``import pearl_verl`` and ``pearl-verl --help`` need no torch.
+
+The layers, lowest first; a module imports from its own layer and the ones below, never above
+(``tests/test_layers.py`` holds this, and that no import circle exists between modules):
+
+1. foundation: ``errors``, ``ranges``, ``redact``, ``dims``, ``jsonl``, ``stats``, ``progress``,
+   ``children``, ``out_paths``, ``config_flags``, ``run_settings``, ``resources`` (shipped prompts and data);
+2. ``llm``: the OpenAI-compatible client and its test servers;
+3. the method: ``dialogue``, ``tutor``, ``student``, ``knowledge``, ``data``, ``judge``, ``advantage``,
+   ``config``;
+4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``cluster``;
+5. verl: ``verl_plugin`` and ``local`` (train-local, which launches verl's trainer);
+6. ``cli``.
+
+One arrow runs up, on purpose: ``compare.screenshot`` drives the command line (``cli``) as a user
+does, to regenerate the docs' picture of the study page.
 """
 
 from __future__ import annotations

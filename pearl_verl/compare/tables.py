@@ -6,7 +6,7 @@ The paper reports, per compared tutor, Win / Tie / Loss (percent of comparisons)
 ``unit="majority"``, one per pair: the outcome a strict majority of its annotators chose (pairs
 without one are counted as unresolved and left out; the paper resolved those by discussion).
 
-The Preference interval is the Student-t interval (:func:`pearl_verl.eval.stats.mean_ci`) of the
+The Preference interval is the Student-t interval (:func:`pearl_verl.stats.mean_ci`) of the
 per-comparison score (win 1, tie 0.5, loss 0), clipped to [0, 100]. Two votes on one pair are not independent, so with
 ``unit="vote"`` it is somewhat narrow; ``unit="majority"`` has one comparison per pair.
 """
@@ -24,7 +24,7 @@ from pearl_verl.compare.pairs import ComparisonPair
 from pearl_verl.compare.vote import Vote
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
-from pearl_verl.eval.stats import Estimate, mean_ci, wilson_ci
+from pearl_verl.stats import Estimate, mean_ci, wilson_ci
 
 UNITS: tuple[str, ...] = ("vote", "majority")
 EXPORT_UNITS: tuple[str, ...] = ("majority", "annotator")

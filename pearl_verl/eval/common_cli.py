@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
@@ -121,10 +120,3 @@ def add_progress_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def progress_bar(mode: str, total: int, unit: str, desc: str) -> Any:
-    """A tqdm bar on stderr, or None (``auto`` shows it only on a terminal)."""
-    if mode == "off" or (mode == "auto" and not sys.stderr.isatty()):
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, mininterval=0.5 if mode == "auto" else 0)

@@ -25,7 +25,7 @@ from typing import Any
 from pearl_verl.dialogue.answers import mentions_answer, numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
-from pearl_verl.eval.stats import Estimate, wilson_ci
+from pearl_verl.stats import Estimate, wilson_ci
 
 _MOVE = re.compile(r"^\((?:focus|probing|generic|telling)\)\s*", re.IGNORECASE)
 

@@ -82,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pearl_verl.data.location import data_dir
-    from pearl_verl.eval.common_cli import progress_bar
     from pearl_verl.eval.mtb import PEDAGOGY_TASKS, TASKS, build_examples, mtb_markdown, task_metrics
     from pearl_verl.eval.rm_cli import MTB_STYLE_SYSTEM_PROMPT
     from pearl_verl.eval.runner import read_results
     from pearl_verl.jsonl import drop_cut_tail
+    from pearl_verl.progress import progress_bar
 
     tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else list(TASKS)
     unknown = [t for t in tasks if t not in TASKS]

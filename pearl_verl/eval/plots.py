@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pearl_verl.eval.stats import Estimate
+from pearl_verl.stats import Estimate
 
 _DPI = 130
 

@@ -33,11 +33,11 @@ from typing import Any, Protocol
 
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
-from pearl_verl.eval.stats import Estimate, wilson_ci
 from pearl_verl.jsonl import read_unique_records
 from pearl_verl.judge.reward_info import reward_info, reward_score
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
+from pearl_verl.stats import Estimate, wilson_ci
 
 logger = logging.getLogger(__name__)
 

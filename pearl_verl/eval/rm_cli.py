@@ -134,12 +134,12 @@ def build_scorer(args: argparse.Namespace):
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pearl_verl.eval.common_cli import progress_bar
     from pearl_verl.eval.plots import grouped_bars
     from pearl_verl.eval.rm import MARGINS, agreement, agreement_markdown, read_pairs, verdict_row
     from pearl_verl.eval.runner import read_results
-    from pearl_verl.eval.stats import Estimate
     from pearl_verl.jsonl import drop_cut_tail
+    from pearl_verl.progress import progress_bar
+    from pearl_verl.stats import Estimate
 
     pairs = read_pairs(args.pairs)
     scorer = build_scorer(args)

@@ -73,11 +73,11 @@ def build_annotator(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pearl_verl.eval.common_cli import progress_bar
     from pearl_verl.eval.plots import line_with_ci
     from pearl_verl.eval.runner import read_results
     from pearl_verl.eval.simulator_eval import annotate_dialogues, read_dialogues, simulator_markdown, simulator_summary
-    from pearl_verl.eval.stats import Estimate
+    from pearl_verl.progress import progress_bar
+    from pearl_verl.stats import Estimate
     from pearl_verl.student.types import ABILITY_LEVELS
 
     dialogues = [d for path in args.dialogues for d in read_dialogues(path, args.name)]

@@ -25,8 +25,8 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.annotate import PLANNED_SOURCE, Annotator, annotation_row, labelled, turns_of
 from pearl_verl.eval.runner import read_results
-from pearl_verl.eval.stats import Estimate, wilson_ci
 from pearl_verl.jsonl import drop_cut_tail, read_objects
+from pearl_verl.stats import Estimate, wilson_ci
 from pearl_verl.student.diversity import diversity_report
 from pearl_verl.student.fallbacks import FallbackRates
 from pearl_verl.student.taxonomy import BEHAVIOUR_TITLES, BEHAVIOURS

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY, TUTOR_TURNS_KEY
-from pearl_verl.eval.stats import Estimate, mean_ci
+from pearl_verl.stats import Estimate, mean_ci
 
 DIMENSION_TITLES: dict[str, str] = {
     "acc": "Acc",

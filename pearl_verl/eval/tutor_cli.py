@@ -103,7 +103,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int, str | None]:
 
     from pearl_verl.data.location import dataset_file
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
-    from pearl_verl.eval.common_cli import build_simulators, judge_config, progress_bar
+    from pearl_verl.eval.common_cli import build_simulators, judge_config
     from pearl_verl.eval.protocol import (
         Manifest,
         draw_items,
@@ -115,6 +115,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int, str | None]:
     from pearl_verl.eval.runner import RESULTS, plan_jobs, run_eval
     from pearl_verl.eval.tutors import build_tutor, parse_tutor_spec
     from pearl_verl.judge.config import build_judge
+    from pearl_verl.progress import progress_bar
 
     if not args.tutor:
         raise InputError("give at least one --tutor (e.g. --tutor name=pearl,base_url=http://host:8000/v1,model=m).")
@@ -201,7 +202,7 @@ def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: f
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     groups = summary["groups"]
     if groups:
-        from pearl_verl.eval.stats import Estimate
+        from pearl_verl.stats import Estimate
 
         def label_of(g: dict[str, Any]) -> str:
             return g["tutor"] if len(simulators) == 1 else f"{g['tutor']} / {g['simulator']}"

@@ -37,9 +37,9 @@ from typing import Any
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
-from pearl_verl.eval.stats import Estimate, wilson_ci
 from pearl_verl.judge.scoring import gated_dimension_scores
 from pearl_verl.judge.types import JudgeResult
+from pearl_verl.stats import Estimate, wilson_ci
 
 SHIPPED = "judge_calibration.jsonl"
 MIN_AGREEMENT = 0.75

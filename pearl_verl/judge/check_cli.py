@@ -46,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pearl_verl.eval.common_cli import progress_bar  # not at import: every command's parser imports this module
     from pearl_verl.judge.calibration import check_judge
     from pearl_verl.judge.config import build_judge
+    from pearl_verl.progress import progress_bar  # not at import: every command's parser imports this module
 
     pairs = load_pairs(args.pairs or shipped_pairs_path())
     if args.backend == "llm":

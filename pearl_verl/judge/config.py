@@ -18,8 +18,8 @@ from pearl_verl.llm.settings import EndpointSettings
 from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.ranges import COUNT, Range
 
-BACKENDS: tuple[str, ...] = ("llm", "offline", "probe", "probe-openings")  # local.probe_judge.PROBES
-"""``llm`` is the paper's judge; the others are CPU test doubles (``probe*``: :mod:`pearl_verl.local.probe_judge`)."""
+BACKENDS: tuple[str, ...] = ("llm", "offline", "probe", "probe-openings")  # judge.probe.PROBES
+"""``llm`` is the paper's judge; the others are CPU test doubles (``probe*``: :mod:`pearl_verl.judge.probe`)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def build_judge(config: JudgeConfig) -> TutoringJudge:
 
         return HeuristicJudge()
     if config.backend.startswith("probe"):
-        from pearl_verl.local.probe_judge import PROBES, ProbeJudge
+        from pearl_verl.judge.probe import PROBES, ProbeJudge
 
         return ProbeJudge(PROBES[config.backend])
     from pearl_verl.judge.llm_judge import LLMJudge

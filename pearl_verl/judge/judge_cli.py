@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
-from pearl_verl.eval.common_cli import progress_bar
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.reward_info import unparsed_line
@@ -18,6 +17,7 @@ from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_file
+from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import SHARE
 from pearl_verl.run_settings import check_resume, write_settings
 

@@ -11,7 +11,7 @@ from typing import ClassVar
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.jsonl import input_file
-from pearl_verl.local.probe_judge import PROBES
+from pearl_verl.judge.probe import PROBES
 from pearl_verl.local.verl_cpu import VLLM_CPU_INSTALL
 from pearl_verl.ranges import Range, check_ranges
 from pearl_verl.tutor.styles import TEACHER_POOLS

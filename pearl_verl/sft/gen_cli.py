@@ -25,12 +25,12 @@ from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
-from pearl_verl.eval.common_cli import progress_bar
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_dir
+from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import POSITIVE, VAL_FRACTION
 from pearl_verl.run_settings import check_resume, write_settings
 from pearl_verl.sft.filters import FilterConfig

@@ -9,7 +9,7 @@ from pearl_verl.cli import main
 from pearl_verl.compare.pairs import read_pairs
 from pearl_verl.compare.tables import build_report, comparisons, export_rows, majority, preference_rows
 from pearl_verl.eval.rm import read_pairs as read_rm_pairs
-from pearl_verl.eval.stats import t_quantile
+from pearl_verl.stats import t_quantile
 
 
 def _votes(cx):

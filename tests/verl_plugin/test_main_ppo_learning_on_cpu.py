@@ -3,7 +3,7 @@
 ``recipes/pearl/run_cpu_pearl_gspo.sh`` runs the whole cluster path (the pearl_tutor agent loop on
 the ``hf`` rollout, the pearl_judge reward loop, the pearl estimator in pearl_sync mode, verl's
 FSDP2 GSPO update, verl's weight sync into the rollout server) with the probe judge, a test double
-that rewards tutor turns opening with a capital letter (:mod:`pearl_verl.local.probe_judge`). Tutor
+that rewards tutor turns opening with a capital letter (:mod:`pearl_verl.judge.probe`). Tutor
 turns are one token long, so the rewarded token is the first of its turn and the one the response
 mask must cover. verl's validation (greedy, the held-out val parquet) before training and at the
 last step must show the probe reward rising by at least 0.3 in each of 3 seeds. A flipped

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from pearl_verl.eval.stats import mean_ci, t_quantile, wilson_ci
+from pearl_verl.stats import mean_ci, t_quantile, wilson_ci
 
 
 @pytest.mark.parametrize(

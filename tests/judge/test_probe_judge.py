@@ -7,7 +7,7 @@ import pytest
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.local.probe_judge import QUESTIONS_FOR_FULL, ProbeJudge
+from pearl_verl.judge.probe import QUESTIONS_FOR_FULL, ProbeJudge
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 PROBLEM = Problem("p", "What is 2 + 3?", "2 + 3 = 5", "5")
