@@ -17,6 +17,7 @@ from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_file
+from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import SHARE
 
 
@@ -48,7 +49,6 @@ def run_check(args: argparse.Namespace) -> int:
 
     from pearl_verl.judge.calibration import check_judge
     from pearl_verl.judge.config import build_judge
-    from pearl_verl.progress import progress_bar  # not at import: every command's parser imports this module
 
     pairs = load_pairs(args.pairs or shipped_pairs_path())
     if args.backend == "llm":
