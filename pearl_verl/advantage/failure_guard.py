@@ -19,6 +19,7 @@ from pearl_verl.ranges import Range, check_ranges
 
 FAILURE_RATE_KEY = "pearl/judge/failure_rate"
 PARSE_FAILURE_RATE_KEY = "pearl/judge/parse_failure_rate"
+HTTP_STATUS_KEY = "pearl/judge/http_status"
 WEAK_JUDGE_PARSE_RATE = 0.5
 """Above this share of unparsable judge replies, the stop says the judge model is too weak for the format."""
 
@@ -90,7 +91,7 @@ def _with_url(cause: str, url: Any) -> str:
     """``cause`` with the endpoint's URL after its setting (``reward.reward_kwargs.base_url=http://...``)."""
     if not url:
         return cause
-    return cause.replace("base_url;", f"base_url={url}; its own warnings in the log name the HTTP status;", 1)
+    return cause.replace("base_url;", f"base_url={url};", 1)
 
 
 class TrainingStalled(RuntimeError):
@@ -109,6 +110,7 @@ class FailureGuard:
         self.causes = {cause: _with_url(text, (endpoints or {}).get(cause)) for cause, text in CAUSES.items()}
         self._recent: deque[tuple[int | None, float, dict[str, float]]] = deque(maxlen=max(config.patience, 1))
         self._unparsed: deque[float] = deque(maxlen=max(config.patience, 1))
+        self._status: int = 0
 
     def update(self, metrics: dict[str, float], step: int | None = None) -> None:
         """Take one step's metrics.
@@ -129,11 +131,14 @@ class FailureGuard:
         if rate <= self.config.max_failure_rate:
             self._recent.clear()
             self._unparsed.clear()
+            self._status = 0
             return
         causes = {cause: float(metrics[key]) for cause, key in CAUSE_KEYS.items() if key in metrics}
         self._recent.append((step, float(rate), causes))
         if PARSE_FAILURE_RATE_KEY in metrics:
             self._unparsed.append(float(metrics[PARSE_FAILURE_RATE_KEY]))
+        if metrics.get(HTTP_STATUS_KEY):
+            self._status = int(metrics[HTTP_STATUS_KEY])
         if len(self._recent) == self.config.patience:
             raise TrainingStalled(self._message())
 
@@ -161,7 +166,9 @@ class FailureGuard:
                 "too."
             )
         failed = "; ".join(f"{self.causes[cause]}: {share:.2f}" for share, cause in reversed(named))
-        return f"What failed, as a mean share of dialogues over these steps: {failed}.{self._weak_judge(shares)}"
+        status = f" The judge endpoint answered HTTP {self._status}." if self._status and shares.get("judge") else ""
+        return (f"What failed, as a mean share of dialogues over these steps: {failed}.{status}"
+                f"{self._weak_judge(shares)}")
 
     def _weak_judge(self, shares: Mapping[str, float]) -> str:
         """A sentence when the judge answered but mostly in a form it could not use (not when it was down)."""

@@ -12,9 +12,9 @@ from typing import Any
 import torch
 
 from pearl_verl.advantage.estimator import AdvantageBreakdown
-from pearl_verl.advantage.failure_guard import FAILURE_RATE_KEY, PARSE_FAILURE_RATE_KEY
+from pearl_verl.advantage.failure_guard import FAILURE_RATE_KEY, HTTP_STATUS_KEY, PARSE_FAILURE_RATE_KEY
 from pearl_verl.advantage.inputs import PearlInputs
-from pearl_verl.judge.reward_info import reply_counts
+from pearl_verl.judge.reward_info import common_http_status, reply_counts
 
 
 def advantage_metrics(
@@ -94,7 +94,8 @@ def student_fallback_metrics(rows: Sequence[Mapping[str, Any] | None]) -> dict[s
 
 
 def judge_parse_metrics(infos: Sequence[Mapping[str, Any] | None]) -> dict[str, float]:
-    """``pearl/judge/parse_failure_rate``: the share of the step's judge replies that failed to parse.
+    """``pearl/judge/parse_failure_rate``: the share of the step's judge replies that failed to parse; and
+    ``pearl/judge/http_status``, the most frequent HTTP status of a failing judge endpoint, when one failed so.
 
     Parse retries hide a weak judge until its judgements fail outright (``pearl/judge/failure_rate``);
     this rate shows it earlier, and tells a judge that answers in the wrong form from one that is
@@ -105,4 +106,6 @@ def judge_parse_metrics(infos: Sequence[Mapping[str, Any] | None]) -> dict[str, 
         infos: each dialogue's reward fields (``judge_replies``, ``judge_unparsed``), None for padding.
     """
     replies, unparsed = reply_counts(infos)
-    return {PARSE_FAILURE_RATE_KEY: unparsed / replies} if replies else {}
+    metrics = {PARSE_FAILURE_RATE_KEY: unparsed / replies} if replies else {}
+    status = common_http_status(infos)
+    return {**metrics, HTTP_STATUS_KEY: float(status)} if status else metrics

@@ -3,13 +3,16 @@
 Always the same keys, so verl can stack them into columns: the 8 dimensions, ``judge_ok``,
 ``completed``, ``tutor_turns``, ``judge_latency_s``, and the judge replies the judgement took and
 how many of them failed to parse (``judge_replies``, ``judge_unparsed``: the trainer's
-``pearl/judge/parse_failure_rate``). A failed judgement keeps the keys with
+``pearl/judge/parse_failure_rate``), and the HTTP status of a judge endpoint that failed for good
+(``judge_http_status``, 0 otherwise: the trainer's ``pearl/judge/http_status``, which the failure
+guard's stop names). A failed judgement keeps the keys with
 neutral placeholders (0.0) and ``judge_ok=0``; the PEARL estimator drops ``judge_ok=0`` rows from
 every statistic and gives them zero advantage, so the placeholders never act as scores.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,8 +23,9 @@ from pearl_verl.judge.types import JudgeResult
 LATENCY_KEY = "judge_latency_s"
 REPLIES_KEY = "judge_replies"
 UNPARSED_KEY = "judge_unparsed"
+HTTP_STATUS_KEY = "judge_http_status"
 REWARD_INFO_KEYS: tuple[str, ...] = (
-    *DIMENSIONS, JUDGE_OK_KEY, COMPLETED_KEY, TUTOR_TURNS_KEY, LATENCY_KEY, REPLIES_KEY, UNPARSED_KEY
+    *DIMENSIONS, JUDGE_OK_KEY, COMPLETED_KEY, TUTOR_TURNS_KEY, LATENCY_KEY, REPLIES_KEY, UNPARSED_KEY, HTTP_STATUS_KEY
 )
 PLACEHOLDER = 0.0
 """Value of every dimension and of ``reward_score`` when ``judge_ok == 0`` (excluded downstream)."""
@@ -68,7 +72,15 @@ def reward_info(episode: EpisodeRecord | None, result: JudgeResult | None) -> di
     info[LATENCY_KEY] = float(result.latency_s) if result is not None else 0.0
     info[REPLIES_KEY] = int(result.attempts) if result is not None else 0
     info[UNPARSED_KEY] = int(result.unparsed) if result is not None else 0
+    info[HTTP_STATUS_KEY] = http_status(result)
     return info
+
+
+def http_status(result: JudgeResult | None) -> int:
+    """The HTTP status of a judgement whose endpoint failed with one (``llm_http_401`` -> 401); 0 otherwise."""
+    reason = (result.reason or "") if result is not None else ""
+    code = reason.removeprefix("llm_http_")
+    return int(code) if reason.startswith("llm_http_") and code.isdigit() else 0
 
 
 def reward_score(info: dict[str, float | int]) -> float:
@@ -76,6 +88,13 @@ def reward_score(info: dict[str, float | int]) -> float:
     if not info.get(JUDGE_OK_KEY):
         return PLACEHOLDER
     return sum(float(info[d]) for d in DIMENSIONS) / len(DIMENSIONS)
+
+
+def common_http_status(infos: Iterable[Mapping[str, Any] | None]) -> int:
+    """The most frequent failing HTTP status among reward fields (ties: the lowest); 0 when none failed so."""
+    counts = Counter(int(info.get(HTTP_STATUS_KEY) or 0) for info in infos if info)
+    counts.pop(0, None)
+    return min(counts, key=lambda status: (-counts[status], status)) if counts else 0
 
 
 def reply_counts(infos: Iterable[Mapping[str, Any] | None]) -> tuple[int, int]:

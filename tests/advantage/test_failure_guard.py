@@ -5,6 +5,7 @@ import pytest
 from pearl_verl.advantage.failure_guard import (
     CAUSE_KEYS,
     FAILURE_RATE_KEY,
+    HTTP_STATUS_KEY,
     PARSE_FAILURE_RATE_KEY,
     FailureGuard,
     FailureGuardConfig,
@@ -77,13 +78,18 @@ def test_message_names_what_failed_largest_first():
     assert "tutor" not in message.split("What failed")[1].split("Fix it")[0]  # a cause that never failed is left out
 
 
-def test_message_names_the_endpoints_url_where_the_run_knows_it():
-    guard = FailureGuard(FailureGuardConfig(patience=1), endpoints={"judge": "http://judge:8000/v1", "student": None})
+def test_message_names_the_endpoints_url_and_its_http_status_where_the_run_knows_them():
+    guard = FailureGuard(FailureGuardConfig(patience=2), endpoints={"judge": "http://judge:8000/v1", "student": None})
+    guard.update({FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0, HTTP_STATUS_KEY: 503.0}, 2)
     with pytest.raises(TrainingStalled) as stop:
-        guard.update({FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0}, 3)
+        guard.update({FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0, HTTP_STATUS_KEY: 401.0}, 3)
     message = str(stop.value)
-    assert "the judge endpoint (reward.reward_kwargs.base_url=http://judge:8000/v1; its own warnings" in message
-    assert "name the HTTP status" in message
+    assert "the judge endpoint (reward.reward_kwargs.base_url=http://judge:8000/v1; `pearl-verl doctor`" in message
+    assert "The judge endpoint answered HTTP 401." in message  # the last step's
+    guard = FailureGuard(FailureGuardConfig(patience=1))
+    with pytest.raises(TrainingStalled) as stop:  # refused connections: no status to name, none invented
+        guard.update({FAILURE_RATE_KEY: 1.0, CAUSE_KEYS["judge"]: 1.0}, 1)
+    assert "HTTP" not in str(stop.value)
 
 
 def test_a_judge_that_answers_in_the_wrong_form_is_told_from_one_that_is_down():

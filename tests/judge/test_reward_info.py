@@ -62,3 +62,16 @@ def test_judge_parse_failure_rate_counts_replies_not_dialogues(episode, make_out
     assert got == [(1, 3, 2), (1, 1, 0), (0, 3, 3)]
     assert judge_parse_metrics([*infos, None]) == {"pearl/judge/parse_failure_rate": 5 / 7}
     assert judge_parse_metrics([reward_info(episode, None), None]) == {}  # no reply came back: no rate, not 0
+
+
+def test_a_failing_endpoints_http_status_is_carried_to_the_step_metrics(episode):
+    from pearl_verl.advantage.metrics import judge_parse_metrics
+
+    down = [JudgeResult(ok=False, error="judge endpoint failed (http_401)", reason=f"llm_http_{code}")
+            for code in (401, 401, 503)]
+    infos = [reward_info(episode, r) for r in down]
+    infos.append(reward_info(episode, JudgeResult(ok=False, error="refused", reason="llm_connection")))
+    assert [i["judge_http_status"] for i in infos] == [401, 401, 503, 0]
+    assert judge_parse_metrics([*infos, None])["pearl/judge/http_status"] == 401.0  # the most frequent
+    parse = reward_info(episode, JudgeResult(ok=False, error="x", reason="parse_malformed", attempts=1, unparsed=1))
+    assert parse["judge_http_status"] == 0 and "pearl/judge/http_status" not in judge_parse_metrics([parse])
