@@ -17,10 +17,15 @@ The rule, token by token (a token is a run of ``[A-Za-z0-9_+/=.-]``; anything el
   (random text does at ~60% of positions, camelCase words at ~15%) and has a Shannon entropy of at
   least :data:`MIN_ENTROPY` bits per character.
 
+Besides the shapes, every key the program itself took from an environment variable
+(:func:`remember_secret`, called by the LLM client) is replaced wherever it occurs, whatever it
+looks like: a server that echoes it back in an error body cannot bring it into a message.
+:class:`RedactingStream` puts ``pearl-verl``'s stdout and stderr behind that replacement.
+
 Deliberately not secret (they fill ordinary messages): file paths, URLs such as
 ``http://127.0.0.1:8000/v1``, model names such as ``Qwen/Qwen3-30B-A3B-Instruct-2507`` (their
 stretches between ``/ - . _`` are short), environment variable names (``OPENAI_API_KEY``),
-English and camelCase words, Hydra overrides (``actor_rollout_ref.rollout.n=8``), hex strings of
+English and camelCase words (``InvalidUrlClientError``), Hydra overrides (``actor_rollout_ref.rollout.n=8``), hex strings of
 any length (git SHAs, content hashes: a hex-only key is caught only by a known prefix) and
 UUID-like run ids (hex groups joined by ``-``).
 """
@@ -66,7 +71,6 @@ _ALNUM_PART = re.compile(r"[A-Za-z0-9]+")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 MIN_CAMEL_WORD_LEN = 3.5
-
 
 MIN_REMEMBERED_LEN = 8
 """Shorter values are not remembered: replacing every ``abc`` of a text would garble it, and no provider
