@@ -25,9 +25,9 @@ looks like: a server that echoes it back in an error body cannot bring it into a
 Deliberately not secret (they fill ordinary messages): file paths, URLs such as
 ``http://127.0.0.1:8000/v1``, model names such as ``Qwen/Qwen3-30B-A3B-Instruct-2507`` (their
 stretches between ``/ - . _`` are short), environment variable names (``OPENAI_API_KEY``),
-English and camelCase words (``InvalidUrlClientError``), Hydra overrides (``actor_rollout_ref.rollout.n=8``), hex strings of
-any length (git SHAs, content hashes: a hex-only key is caught only by a known prefix) and
-UUID-like run ids (hex groups joined by ``-``).
+English and camelCase words (``InvalidUrlClientError``), Hydra overrides
+(``actor_rollout_ref.rollout.n=8``), hex strings of any length (git SHAs, content hashes: a hex-only
+key is caught only by a known prefix) and UUID-like run ids (hex groups joined by ``-``).
 """
 
 from __future__ import annotations
