@@ -131,7 +131,7 @@ def _share(values: Sequence[float]) -> str:
     return f"{100 * statistics.fmean(values):.0f}%" if values else "n/a"
 
 
-def write_dialogues(path: Path, before: HeldOut, after: HeldOut, count: int = 4) -> Path:
+def write_heldout_markdown(path: Path, before: HeldOut, after: HeldOut, count: int = 4) -> Path:
     """A Markdown file with the first ``count`` held-out dialogues at both steps, side by side in
     order (same problem, student and seed), each with its judge reward."""
     lines = [f"# Held-out dialogues at step {before.step} and step {after.step}", "",

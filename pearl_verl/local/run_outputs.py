@@ -19,7 +19,7 @@ def append_metrics(path: Path, metrics: dict[str, Any]) -> None:
         handle.flush()
 
 
-def write_dialogues(out: Path, step: int, rows: Sequence[dict[str, Any]]) -> Path:
+def write_step_dialogues(out: Path, step: int, rows: Sequence[dict[str, Any]]) -> Path:
     """``out/dialogues/step_NNNN.jsonl``: one step's dialogues with judgement, shaped rewards and advantage.
 
     Rewritten whole (a resumed run repeats the step), so it never holds a half step; ``pearl-verl view``

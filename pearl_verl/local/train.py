@@ -36,7 +36,7 @@ from pearl_verl.local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.local.memory import release_freed_memory
 from pearl_verl.local.models import prepare_model
-from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics, write_dialogues
+from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.local.runtime import Device, compose_verl_config, device_overrides, setup_process
 from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
 
@@ -350,7 +350,7 @@ def _copy_dialogues(out: Path, step: int) -> None:
     """``dialogues/step_NNNN.jsonl`` from verl's rollout dump of the step (``<step>.pearl.jsonl``)."""
     dump = out / "rollouts" / f"{step}.pearl.jsonl"
     if dump.exists():
-        write_dialogues(out, step, [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines() if line])
+        write_step_dialogues(out, step, [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines() if line])
 
 
 def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -363,8 +363,7 @@ def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]], rows: list
                    roles: tuple[str, ...]) -> None:
     """summary.txt: the served roles' rates, and the evaluation RL started from against the last one
     (with dialogues.md) when there are two."""
-    from pearl_verl.local.heldout import summary
-    from pearl_verl.local.heldout import write_dialogues as write_heldout_dialogues
+    from pearl_verl.local.heldout import summary, write_heldout_markdown
     from pearl_verl.local.role_rates import role_lines, role_rates
 
     lines = []
@@ -372,7 +371,7 @@ def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]], rows: list
     if rl_start and evaluations[-1][1] is not rl_start[-1]:
         before, after = rl_start[-1], evaluations[-1][1]
         lines.append(summary(before, after))
-        write_heldout_dialogues(out / "dialogues.md", before, after)
+        write_heldout_markdown(out / "dialogues.md", before, after)
     lines += role_lines(role_rates(rows, roles))
     if lines:
         (out / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

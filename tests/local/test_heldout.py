@@ -7,7 +7,7 @@ import pytest
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.local.heldout import HeldOut, append_heldout, observables, read_heldout, summary, write_dialogues
+from pearl_verl.local.heldout import HeldOut, append_heldout, observables, read_heldout, summary, write_heldout_markdown
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 PROBLEM = Problem("p", "Tom has 2 apples and buys 3 more. How many apples does he have?", "2 + 3 = 5", "5")
@@ -61,6 +61,6 @@ def test_evaluations_round_trip_and_dialogues_file(tmp_path):
     append_heldout(path, after, "train")
     (phase0, read0), (phase1, read1) = read_heldout(path)
     assert (phase0, phase1) == ("initial", "train") and read1.rewards == [0.7] and read0.episodes == [LEAKING]
-    text = write_dialogues(tmp_path / "d.md", read0, read1).read_text()
+    text = write_heldout_markdown(tmp_path / "d.md", read0, read1).read_text()
     assert "### step 0 (reward 0.200" in text and "### step 5 (reward 0.700" in text
     assert "The answer is 5." in text and "What do you know so far?" in text
