@@ -15,14 +15,16 @@ import os
 import tempfile
 from pathlib import Path
 
+from pearl_verl.ranges import shown
+
 
 def output_file(text: str) -> Path:
     """A file the command will write (created with its folders, or overwritten / appended to)."""
     path = _nonempty(text, "a file")
     if text.endswith(("/", os.sep)) or path.is_dir():
-        raise argparse.ArgumentTypeError(f"{shown(text)} is a folder; give a file path.")
+        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a folder; give a file path.")
     if path.exists() and not os.access(path, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{shown(text)} cannot be written (no permission).")
+        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} cannot be written (no permission).")
     _check_creatable(path.parent, text)
     return path
 
@@ -31,7 +33,7 @@ def output_dir(text: str) -> Path:
     """A folder the command will write into (created when missing; an existing one is kept or resumed)."""
     path = _nonempty(text, "a folder")
     if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{shown(text)} is a file; give a folder.")
+        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a file; give a folder.")
     _check_creatable(path, text)
     return path
 
@@ -51,11 +53,6 @@ def retype(parser: argparse.ArgumentParser, option: str, kind: type | object) ->
     raise ValueError(f"{parser.prog} has no flag {option}")
 
 
-def shown(path: str) -> str:
-    """A path as an error line shows it: whole (a cut path names no file), control characters escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
-
-
 def _nonempty(text: str, what: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"the path is empty; give {what}.")
@@ -70,7 +67,8 @@ def _check_creatable(folder: Path, text: str) -> None:
         missing.append(existing)
         existing = existing.parent
     if not existing.is_dir():
-        raise argparse.ArgumentTypeError(f"{shown(text)}: {shown(str(existing))} is a file, not a folder.")
+        raise argparse.ArgumentTypeError(
+            f"{shown(text, limit=None)}: {shown(str(existing), limit=None)} is a file, not a folder.")
     try:
         if missing:
             missing[-1].mkdir()
@@ -79,5 +77,6 @@ def _check_creatable(folder: Path, text: str) -> None:
             with tempfile.TemporaryFile(dir=existing):
                 pass
     except OSError as exc:
-        raise argparse.ArgumentTypeError(f"{shown(text)} cannot be written: {shown(str(existing))} takes no new "
-                                         f"file or folder ({exc.strerror or exc}).") from None
+        raise argparse.ArgumentTypeError(
+            f"{shown(text, limit=None)} cannot be written: {shown(str(existing), limit=None)} takes no new file or "
+            f"folder ({exc.strerror or exc}).") from None

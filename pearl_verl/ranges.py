@@ -25,9 +25,10 @@ NULLS = ("null", "None")
 SHOWN_CHARS = 60
 
 
-def shown(value: Any) -> str:
+def shown(value: Any, limit: int | None = SHOWN_CHARS) -> str:
     """``value`` as an error line shows it: override text as written, numbers as Python writes them,
-    other JSON values as JSON; one line of at most :data:`SHOWN_CHARS` characters (control characters escaped)."""
+    other JSON values as JSON; one line of at most ``limit`` characters (control characters escaped).
+    ``limit`` None shows it whole: a path cut short names no file."""
     if isinstance(value, str):
         text = value
     elif isinstance(value, float):
@@ -37,8 +38,8 @@ def shown(value: Any) -> str:
             text = json.dumps(value)
         except (TypeError, ValueError):
             text = repr(value)
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: SHOWN_CHARS * 2])
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in (text if limit is None else text[: limit * 2]))
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 def bad_value(key: str, value: Any, allowed: str) -> InputError:
