@@ -39,7 +39,7 @@ from pearl_verl.student.types import StudentSession, StudentTurn
 from pearl_verl.tutor.prompts import tutor_system_prompt
 from pearl_verl.verl_plugin.compat import builder_render, replace_builder_render
 from pearl_verl.verl_plugin.estimator import pearl_config_from_root
-from pearl_verl.verl_plugin.names import EPISODE_KEY
+from pearl_verl.verl_plugin.names import END_REASON_KEY, EPISODE_KEY
 from pearl_verl.verl_plugin.simulators import simulator_for
 
 logger = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ class PearlTutorAgentLoop(AgentLoopBase):
             EPISODE_KEY: record.to_dict(),
             "pearl_tutor_turns": record.tutor_turns,
             "pearl_ended_normally": int(record.ended_normally),
-            "pearl_end_reason": record.end_reason,
+            END_REASON_KEY: record.end_reason,
             "pearl_student_llm_calls": sum(state.llm_calls for state in record.student_trace),
             **fallback_counts(record.student_trace),
             "pearl_tutor_s": timing["tutor_s"],

@@ -24,11 +24,10 @@ from typing import Any
 from verl.protocol import DataProto
 from verl.trainer.ppo import core_algos, ray_trainer
 
-from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
-from pearl_verl.advantage.inputs import inputs_from_columns
-from pearl_verl.advantage.metrics import FALLBACK_FIELDS, judge_parse_metrics, student_fallback_metrics
+from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled
 from pearl_verl.config import PearlConfig
-from pearl_verl.judge.reward_info import REPLIES_KEY, REWARD_INFO_KEYS, UNPARSED_KEY
+from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
+from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step, rows_from_columns
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
 from pearl_verl.verl_plugin.names import EPISODE_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
@@ -37,7 +36,6 @@ from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 logger = logging.getLogger(__name__)
 
 METRICS_META_KEY = "pearl_metrics"
-END_REASON_COLUMN = "pearl_end_reason"  # the pearl_tutor agent loop's extra field, a column here
 
 
 @dataclass
@@ -78,39 +76,23 @@ def pearl_compute_advantage(
         if state.stall is not None:  # the stopping step never reached an actor update: stop unsaved
             raise state.stall
         pearl_config = pearl_config_from_algorithm_config(config)
-        settings = pearl_config.advantage
-        inputs = inputs_from_columns(data.non_tensor_batch, len(data), settings)
         metrics: dict[str, float] = {}
-        advantages, returns = estimator(
-            token_level_rewards=data.batch["token_level_rewards"],
-            response_mask=data.batch["response_mask"],
-            index=data.non_tensor_batch["uid"],
-            config=config,
-            pearl_inputs=inputs,
-            pearl_config=settings,
-            metrics=metrics,
+        scalar = pearl_advantage_step(
+            config,
+            pearl_config.advantage,
+            data.non_tensor_batch["uid"],
+            rows_from_columns(data.non_tensor_batch, len(data)),
+            metrics,
+            rewards=data.batch["token_level_rewards"].sum(dim=-1),
         )
-        metrics.update(_cause_metrics(data))
         state.update(pearl_config, metrics)
+        advantages = scalar.to(data.batch["response_mask"].device).unsqueeze(-1) * data.batch["response_mask"]
         data.batch["advantages"] = advantages
-        data.batch["returns"] = returns
+        data.batch["returns"] = advantages
         data.meta_info[METRICS_META_KEY] = metrics
         return data
 
     return compute_advantage
-
-
-def _cause_metrics(data: DataProto) -> dict[str, float]:
-    columns = data.non_tensor_batch
-    missing = [None] * len(data)
-    metrics = failure_cause_metrics(columns.get(END_REASON_COLUMN, missing), columns.get("judge_ok", missing))
-    if all(field in columns for field in FALLBACK_FIELDS):
-        counts = zip(*(columns[field] for field in FALLBACK_FIELDS), strict=True)
-        metrics.update(student_fallback_metrics([dict(zip(FALLBACK_FIELDS, row, strict=True)) for row in counts]))
-    if all(key in columns for key in (REPLIES_KEY, UNPARSED_KEY)):
-        pairs = zip(columns[REPLIES_KEY], columns[UNPARSED_KEY], strict=True)
-        metrics.update(judge_parse_metrics([{REPLIES_KEY: r, UNPARSED_KEY: u} for r, u in pairs]))
-    return metrics
 
 
 def pearl_update_actor(original: Callable[..., Any], state: GuardState) -> Callable[..., Any]:
@@ -136,11 +118,7 @@ def pearl_log_rollout_data(original: Callable[..., Any]) -> Callable[..., Any]:
         columns = batch.non_tensor_batch
         if EPISODE_KEY not in columns or "advantages" not in batch.batch:
             return result  # not a pearl_tutor run
-        info_keys = [key for key in REWARD_INFO_KEYS if key in columns]
-        extras = [
-            {EPISODE_KEY: columns[EPISODE_KEY][i], "reward_extra_info": {key: columns[key][i] for key in info_keys}}
-            for i in range(len(batch))
-        ]
+        extras = rows_from_columns(columns, len(batch), info_keys=REWARD_INFO_KEYS)
         mask = batch.batch["response_mask"].bool()
         advantages = [float(row[m][0]) if m.any() else 0.0 for row, m in zip(batch.batch["advantages"], mask, strict=True)]
         settings = pearl_config_from_algorithm_config(self.config.algorithm).advantage

@@ -10,3 +10,9 @@ EPISODE_KEY = "pearl_episode"
 
 REWARD_MANAGER_NAME = "pearl_judge"
 """The reward manager's name in verl's registry (``reward.reward_manager.name``)."""
+
+END_REASON_KEY = "pearl_end_reason"
+"""The agent loop's extra field with how the dialogue ended (``EpisodeRecord.end_reason``)."""
+
+REWARD_INFO_FIELD = "reward_extra_info"
+"""Where verl's reward loop puts a sample's reward fields among its extra fields (V1 trainer)."""

@@ -17,6 +17,7 @@ from typing import Any
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.inputs import shaped_rewards
 from pearl_verl.judge.reward_info import reward_score
+from pearl_verl.verl_plugin.advantage_step import reward_info_of
 from pearl_verl.verl_plugin.names import EPISODE_KEY
 
 MAX_TURN_CHARS = 8_000
@@ -25,7 +26,7 @@ MAX_TURN_CHARS = 8_000
 def dump_rows(step: int, uids: Sequence[str], extras: Sequence[Any], advantages: Sequence[float],
               settings: AdvantageConfig) -> list[dict[str, Any]]:
     """One row per dialogue (the final row of each session; ``uids`` etc. already restricted to those)."""
-    infos = [dict(_info(extra)) for extra in extras]
+    infos = [dict(reward_info_of(extra)) for extra in extras]
     shaped = shaped_rewards(infos, list(uids), settings)
     rows = []
     for k, (uid, extra, info) in enumerate(zip(uids, extras, infos, strict=True)):
@@ -48,11 +49,6 @@ def write_dump(folder: str | Path, step: int, rows: Sequence[Mapping[str, Any]])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row, sort_keys=True, default=float) + "\n" for row in rows), encoding="utf-8")
     return path
-
-
-def _info(extra: Any) -> Mapping[str, Any]:
-    info = extra.get("reward_extra_info", {}) if isinstance(extra, Mapping) else {}
-    return info if isinstance(info, Mapping) else {}
 
 
 def _bounded(episode: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ update done, saved (:mod:`pearl_verl.verl_plugin.stall`) and its metrics logged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,16 +30,11 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled, failure_cause_metrics
-from pearl_verl.advantage.metrics import judge_parse_metrics, student_fallback_metrics
+from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled
 from pearl_verl.errors import InputError
+from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step
 from pearl_verl.verl_plugin.compat import check_v1_advantage_step, split_row_key
-from pearl_verl.verl_plugin.estimator import (
-    accepts_pearl_inputs,
-    check_scalar_fallback,
-    pearl_config_from_root,
-    scalar_advantages,
-)
+from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, check_scalar_fallback, pearl_config_from_root
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 
@@ -84,29 +79,20 @@ class PearlSyncTrainer(PPOTrainerSync):
         nested_mask = data["response_mask"]
         uids = np.array(data.pop("uid").tolist(), dtype=object)
         extras = data.pop("extra_fields").tolist()
-        infos = [reward_info_of(fields) for fields in extras]
         padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
         proto = DataProto(batch=data.to_padded_tensor())
         proto, corrected = self._apply_rollout_correction(proto, metrics)
 
         final_rows, row_to_final = final_session_rows(batch.keys)
-        final_infos, final_padding = [infos[i] for i in final_rows], [padding[i] for i in final_rows]
-        scalar = scalar_advantages(
+        scalar = pearl_advantage_step(
             self.config.algorithm,
-            uids[final_rows],
-            final_infos,
             self.pearl_config.advantage,
-            metrics=metrics,
+            uids[final_rows],
+            [extras[i] for i in final_rows],
+            metrics,
             rewards=proto.batch["rm_scores"][final_rows].sum(dim=-1),
-            padding=final_padding,
+            padding=[padding[i] for i in final_rows],
         )
-        end_reasons = [end_reason_of(extras[i]) for i in final_rows]
-        judge_ok = [info.get("judge_ok") for info in final_infos]
-        metrics.update(failure_cause_metrics(end_reasons, judge_ok, final_padding))
-        real_infos = [None if pad else info for info, pad in zip(final_infos, final_padding, strict=True)]
-        metrics.update(judge_parse_metrics(real_infos))
-        real = [None if pad else extras[i] for i, pad in zip(final_rows, final_padding, strict=True)]
-        metrics.update(student_fallback_metrics([row if isinstance(row, Mapping) else None for row in real]))
         self._feed_failure_guard(metrics)
         advantages = scalar[row_to_final].unsqueeze(-1) * proto.batch["response_mask"]
         output = {"advantages": advantages, "returns": advantages}
@@ -194,19 +180,6 @@ def check_pearl_trainer_config(config: DictConfig) -> None:
     v1_mode = OmegaConf.select(config, "trainer.v1.trainer_mode", default=None)
     if accepts_pearl_inputs(estimator) and config.trainer.get("use_v1", True) and v1_mode != TRAINER_MODE:
         check_scalar_fallback(config)  # verl's other V1 modes hand the estimator the scalar reward only
-
-
-def reward_info_of(extra_fields: Any) -> Mapping[str, Any]:
-    """A sample's ``reward_extra_info`` from its agent-loop ``extra_fields`` ({} if absent)."""
-    if isinstance(extra_fields, Mapping):
-        info = extra_fields.get("reward_extra_info", {})
-        return info if isinstance(info, Mapping) else {}
-    return {}
-
-
-def end_reason_of(extra_fields: Any) -> str | None:
-    """The ``pearl_tutor`` agent loop's ``pearl_end_reason`` from a sample's ``extra_fields``, or None."""
-    return extra_fields.get("pearl_end_reason") if isinstance(extra_fields, Mapping) else None
 
 
 def final_session_rows(keys: Sequence[str]) -> tuple[list[int], torch.Tensor]:
