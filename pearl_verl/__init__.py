@@ -12,8 +12,10 @@ The layers, lowest first; a module imports from its own layer and the ones below
 2. ``llm``: the OpenAI-compatible client and its test servers;
 3. the method: ``dialogue``, ``tutor``, ``student``, ``knowledge``, ``data``, ``judge``, ``advantage``,
    ``config``;
-4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``cluster``;
-5. verl: ``verl_plugin`` and ``local`` (train-local, which launches verl's trainer);
+4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``cluster``, ``models`` (the
+   models a run starts from: the tiny offline ones, SmolLM2 from its wheel);
+5. verl: ``verl_plugin`` (with ``verl_plugin.cpu``, what verl needs on a machine without a GPU) and
+   ``train_local`` (the ``train-local`` launcher of verl's trainer);
 6. ``cli``.
 
 One arrow runs up, on purpose: ``compare.screenshot`` drives the command line (``cli``) as a user

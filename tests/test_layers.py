@@ -13,8 +13,8 @@ LAYERS = (
      "run_settings", "resources"},
     {"llm"},
     {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "config"},
-    {"eval", "sft", "compare", "view", "faults", "cluster"},
-    {"verl_plugin", "local"},
+    {"eval", "sft", "compare", "view", "faults", "cluster", "models"},
+    {"verl_plugin", "train_local"},
     {"cli"},
 )
 UPWARD_ON_PURPOSE = {("pearl_verl.compare.screenshot", "cli")}
