@@ -9,7 +9,7 @@ import pearl_verl
 
 PACKAGE = Path(pearl_verl.__file__).parent
 LAYERS = (
-    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "config_flags",
+    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "listen", "config_flags",
      "run_settings", "resources"},
     {"llm"},
     {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "config"},
