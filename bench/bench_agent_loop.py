@@ -75,7 +75,7 @@ def _setup(tmp: str) -> tuple[Any, Any, Any]:
     import verl
     from hydra import compose, initialize_config_dir
 
-    from pearl_verl.local.tiny_models import build_offline_tokenizer
+    from pearl_verl.models.tiny import build_offline_tokenizer
 
     tokenizer = build_offline_tokenizer(tmp)
     config_dir = f"{verl.__path__[0]}/trainer/config"

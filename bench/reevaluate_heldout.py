@@ -26,11 +26,11 @@ def main() -> int:
     parser.add_argument("--eval-seeds", type=int)
     args = parser.parse_args()
 
-    from pearl_verl.local.config import LocalTrainConfig
-    from pearl_verl.local.heldout import summary
-    from pearl_verl.local.quiet import quiet_run
-    from pearl_verl.local.train import LocalRun, checkpoint_steps
-    from pearl_verl.local.verl_run import hf_export
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.heldout import summary
+    from pearl_verl.train_local.quiet import quiet_run
+    from pearl_verl.train_local.train import LocalRun, checkpoint_steps
+    from pearl_verl.train_local.verl_run import hf_export
 
     saved = json.loads((args.run / "config.json").read_text())
     changes = {"eval_problems": args.eval_problems, "out_dir": str(args.run)}

@@ -66,7 +66,7 @@ def load_tokenizer() -> Any:
 
     from transformers import AutoTokenizer
 
-    from pearl_verl.local.models import SMOLLM2_GGUF, SMOLLM2_PACKAGE
+    from pearl_verl.models.prepare import SMOLLM2_GGUF, SMOLLM2_PACKAGE
 
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:

@@ -8,12 +8,14 @@ The layers, lowest first; a module imports from its own layer and the ones below
 (``tests/test_layers.py`` holds this, and that no import circle exists between modules):
 
 1. foundation: ``errors``, ``ranges``, ``redact``, ``dims``, ``jsonl``, ``stats``, ``progress``,
-   ``children``, ``out_paths``, ``config_flags``, ``run_settings``, ``resources`` (shipped prompts and data);
+   ``children``, ``out_paths``, ``listen``, ``config_flags``, ``run_settings``, ``resources`` (shipped prompts and data);
 2. ``llm``: the OpenAI-compatible client and its test servers;
 3. the method: ``dialogue``, ``tutor``, ``student``, ``knowledge``, ``data``, ``judge``, ``advantage``,
    ``config``;
-4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``cluster``;
-5. verl: ``verl_plugin`` and ``local`` (train-local, which launches verl's trainer);
+4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``cluster``, ``models`` (the
+   models a run starts from: the tiny offline ones, SmolLM2 from its wheel);
+5. verl: ``verl_plugin`` (with ``verl_plugin.cpu``, what verl needs on a machine without a GPU) and
+   ``train_local`` (the ``train-local`` launcher of verl's trainer);
 6. ``cli``.
 
 One arrow runs up, on purpose: ``compare.screenshot`` drives the command line (``cli``) as a user

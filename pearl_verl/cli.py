@@ -40,7 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.compare.cli",
     "pearl_verl.data.prepare_cli",
     "pearl_verl.sft.gen_cli",
-    "pearl_verl.local.train_cli",
+    "pearl_verl.train_local.train_cli",
     "pearl_verl.cluster.plan_cli",
     "pearl_verl.view.view_cli",
 )

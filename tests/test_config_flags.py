@@ -9,7 +9,7 @@ import pytest
 
 from pearl_verl.config_flags import add_config_flags, config_values, field_docs
 from pearl_verl.judge.config import JudgeConfig
-from pearl_verl.local.config import LocalTrainConfig
+from pearl_verl.train_local.config import LocalTrainConfig
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ import pearl_verl
 
 PACKAGE = Path(pearl_verl.__file__).parent
 LAYERS = (
-    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "config_flags",
+    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "listen", "config_flags",
      "run_settings", "resources"},
     {"llm"},
     {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "config"},
-    {"eval", "sft", "compare", "view", "faults", "cluster"},
-    {"verl_plugin", "local"},
+    {"eval", "sft", "compare", "view", "faults", "cluster", "models"},
+    {"verl_plugin", "train_local"},
     {"cli"},
 )
 UPWARD_ON_PURPOSE = {("pearl_verl.compare.screenshot", "cli")}

@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-import socket
 import sys
 from pathlib import Path
 
 from pearl_verl.errors import InputError
+from pearl_verl.listen import listening_socket
 from pearl_verl.out_paths import output_dir, output_file
-from pearl_verl.ranges import PORT, POSITIVE, SEED, shown
+from pearl_verl.ranges import PORT, POSITIVE, SEED
 
 DEFAULT_DB_URL = "sqlite:///compare.db"
 
@@ -174,30 +174,6 @@ def run_serve(args: argparse.Namespace) -> int:
     server = uvicorn.Server(uvicorn.Config(create_app(store, args.secure_cookies), log_level="warning"))
     server.run(sockets=[sock])
     return 0
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host``:``port`` (0: any free port), for uvicorn to serve on.
-
-    Raises:
-        InputError: naming ``--host`` for a name that is no address here (``nan``, ``\u202e``), or
-            ``--port`` for a port that is taken or not this user's to take.
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
-    except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError; idna refuses some names
-        raise InputError(f"--host {shown(host)} is no address to listen on ({getattr(exc, 'strerror', None) or exc})."
-                         ) from None
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart takes its port back
-    try:
-        sock.bind(address)
-    except OSError as exc:
-        sock.close()
-        raise InputError(f"--port {port}: cannot listen on {shown(host)}:{port} ({exc.strerror or exc}); another "
-                         "server may hold it: stop it or pick another --port.") from None
-    return sock
 
 
 def _loopback(host: str) -> bool:

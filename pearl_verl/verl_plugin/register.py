@@ -8,7 +8,7 @@ swallows any exception at DEBUG level, so a broken plugin fails silently.
 from __future__ import annotations
 
 # First, before any verl module below reads the device: the CPU platform must be registered by then.
-from pearl_verl.local.verl_cpu import register_cpu_parts
+from pearl_verl.verl_plugin.cpu.parts import register_cpu_parts
 
 register_cpu_parts()
 

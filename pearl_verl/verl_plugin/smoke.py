@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--steps", type=POSITIVE.flag, default=3)
     args = parser.parse_args(argv)
     if args.command == "model":
-        from pearl_verl.local.models import prepare_model
+        from pearl_verl.models.prepare import prepare_model
 
         print(prepare_model(args.kind, args.out, head_dim=args.head_dim))
         return 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError
+from pearl_verl.listen import listening_socket
 from pearl_verl.out_paths import output_file
 from pearl_verl.ranges import PORT, POSITIVE
 from pearl_verl.view.page import MAX_DIALOGUES
@@ -128,10 +129,12 @@ def bind(port: int = 0) -> Any:
         InputError: naming ``--port`` when the port cannot be taken (in use, or privileged).
     """
     PORT.check("--port", port)
-    try:
-        return server_class()(("127.0.0.1", port))
-    except OSError as exc:
-        raise InputError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}).") from None
+    sock = listening_socket("127.0.0.1", port)
+    server = server_class()(sock.getsockname()[:2], bind_and_activate=False)
+    server.socket.close()  # the unbound one socketserver made: ours is bound already
+    server.socket, server.server_address = sock, sock.getsockname()[:2]
+    server.server_activate()
+    return server
 
 
 @functools.cache
@@ -184,8 +187,8 @@ def server_class() -> type:
         page: bytes = b""
         paths: frozenset[str] = frozenset()
 
-        def __init__(self, address: tuple[str, int]) -> None:
-            super().__init__(address, PageHandler)
+        def __init__(self, address: tuple[str, int], bind_and_activate: bool = True) -> None:
+            super().__init__(address, PageHandler, bind_and_activate)
 
         def load(self, path: Path) -> None:
             self.page = path.read_bytes()

@@ -188,7 +188,7 @@ def test_config_validation():
 def test_prepared_parquet_loads_in_verls_rlhf_dataset_and_parses_as_the_agent_loop_does(full_rows, tmp_path):
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from pearl_verl.local.tiny_models import build_offline_tokenizer
+    from pearl_verl.models.tiny import build_offline_tokenizer
 
     rows, _ = full_rows
     path = write_rows(rows["train"], tmp_path / "train.parquet")

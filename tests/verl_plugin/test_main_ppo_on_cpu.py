@@ -7,7 +7,7 @@ turns opening with a capital letter) gives the untrained policy's groups contras
 later step's groups can all agree (every dialogue learned the property, or none shows it), and then
 GRPO-style advantages are zero by definition: the checks follow each step's contrast, read from
 the step's dump, rather than assume it. A run whose judge is down the whole time is
-``tests/local/test_train_local.py``'s: ``train-local`` runs this same ``main_ppo``, and its failure
+``tests/train_local/test_train_local.py``'s: ``train-local`` runs this same ``main_ppo``, and its failure
 guard stops it there with the guard's message.
 """
 

@@ -3,7 +3,7 @@
 ``recipes/pearl/run_cpu_pearl_gspo.sh`` with ``ROLLOUT_NAME=vllm`` runs the cluster's rollout engine:
 verl's ``vLLMReplica``, the vLLM HTTP server in a Ray actor, verl's ``ServerAdapter`` and its
 bucketed weight sync into vLLM's engine worker, with pearl_verl's CPU fix of that sync
-(:mod:`pearl_verl.verl_plugin.vllm_cpu`). One run serves every check, a vLLM start (about two
+(:mod:`pearl_verl.verl_plugin.cpu.vllm_sync`). One run serves every check, a vLLM start (about two
 minutes on 2 cores) fewer for the suite: the tiny Qwen3-MoE with heads of 32 (vLLM's CPU attention
 takes no smaller) and three layers instead of two, so
 that its 1.4 MB of weights take two buckets of 1 MB (the copy out of the reused shared-memory bucket
@@ -69,7 +69,7 @@ def test_vllm_rollout_syncs_every_bucket_and_a_killed_run_resumes(watched_run, t
     data, model, out = tmp_path / "data", tmp_path / "model", tmp_path / "run"
     subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(data),
                     "--conditions-per-problem", "2"], check=True, capture_output=True)
-    subprocess.run(["python3", "-c", "import sys; from pearl_verl.local.tiny_models import build_tiny_model; "
+    subprocess.run(["python3", "-c", "import sys; from pearl_verl.models.tiny import build_tiny_model; "
                     "build_tiny_model(sys.argv[1], seed=0, layers=3, head_dim=32)", str(model)],
                    check=True, capture_output=True)
     assert _weight_bytes(model) > BUCKET_MB << 20  # so every sync takes more than one bucket

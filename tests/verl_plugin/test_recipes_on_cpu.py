@@ -203,7 +203,7 @@ def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(verl_config, tmp_p
 
 def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(verl_config, tmp_path):
     """ROLLOUT_NAME=vllm: verl's own rollout with vLLM's CPU settings, the same ones as train-local --rollout vllm."""
-    from pearl_verl.local.verl_run import VLLM_CPU_OVERRIDES
+    from pearl_verl.train_local.verl_run import VLLM_CPU_OVERRIDES
 
     overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, ROLLOUT_NAME="vllm", WEIGHT_BUCKET_MB="1")
     assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice

@@ -50,7 +50,7 @@ TRAIN = textwrap.dedent(
     import torch
     import verl
     from hydra import compose, initialize_config_dir
-    from pearl_verl.local.runtime import policy_state_dict, setup_process
+    from pearl_verl.train_local.runtime import policy_state_dict, setup_process
 
     setup_process(prefer_gpu=False)  # host-CPU verl platform + 1-rank gloo group
     from verl.trainer.sft_trainer import SFTTrainer
@@ -129,7 +129,7 @@ def _gen_sft_data(tmp_path: Path) -> Path:
 
 
 def test_the_recipe_trains_two_cpu_steps_of_verls_sft_trainer_on_gen_sft_output(tmp_path):
-    from pearl_verl.local.tiny_models import build_tiny_model
+    from pearl_verl.models.tiny import build_tiny_model
 
     data = _gen_sft_data(tmp_path)
     model = build_tiny_model(tmp_path / "model", moe=True)  # Qwen3-MoE, the paper's family, at toy size

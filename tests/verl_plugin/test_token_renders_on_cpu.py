@@ -10,7 +10,7 @@ import random
 import pytest
 from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
 
-from pearl_verl.local.tiny_models import build_offline_tokenizer
+from pearl_verl.models.tiny import build_offline_tokenizer
 from pearl_verl.verl_plugin import agent_loop as agent_loop_module
 
 TEXTS = [

@@ -2,7 +2,7 @@
 
 In a child process (vLLM's CPU platform, its engine in-process): a tiny Qwen3-MoE served from dummy
 weights gets the Hugging Face model's weights three times, the model moving between syncs as a
-training step would, through the reload that :class:`pearl_verl.verl_plugin.vllm_cpu.CPUWorkerExtension`
+training step would, through the reload that :class:`pearl_verl.verl_plugin.cpu.vllm_sync.CPUWorkerExtension`
 runs (layerwise reload, then the experts' prepack). After each, vLLM's log-probabilities of a
 sampled continuation must be the Hugging Face model's. The same reload without the prepack must be
 off: vLLM 0.31 skips it on updates; if a vLLM release stops skipping it, this says so (and the
@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from pearl_verl.local.tiny_models import build_tiny_model
+from pearl_verl.models.tiny import build_tiny_model
 
 SCRIPT = textwrap.dedent("""
     import json, sys, torch
@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent("""
     from verl.workers.engine.fsdp.utils import unfuse_moe_params
     from vllm import LLM, SamplingParams
     from vllm.model_executor.model_loader.reload import finalize_layerwise_reload, initialize_layerwise_reload
-    from pearl_verl.verl_plugin.vllm_cpu import prepack_cpu_experts
+    from pearl_verl.verl_plugin.cpu.vllm_sync import prepack_cpu_experts
 
     path, prepack = sys.argv[1], sys.argv[2] == "prepack"
     llm = LLM(model=path, load_format="dummy", enforce_eager=True, dtype="float32", max_model_len=1024, seed=0)

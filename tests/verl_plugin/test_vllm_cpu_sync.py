@@ -13,9 +13,9 @@ import pytest
 import torch
 from verl.workers.rollout.vllm_rollout import bucketed_weight_transfer as transfer
 
-from pearl_verl.local.cpu_platform import PlatformHostCPU
-from pearl_verl.verl_plugin import vllm_cpu
-from pearl_verl.verl_plugin.vllm_cpu import BoundedWeightSender, WeightSyncError, receive_buckets
+from pearl_verl.verl_plugin.cpu import vllm_sync
+from pearl_verl.verl_plugin.cpu.platform import PlatformHostCPU
+from pearl_verl.verl_plugin.cpu.vllm_sync import BoundedWeightSender, WeightSyncError, receive_buckets
 
 
 @pytest.fixture(autouse=True)
@@ -122,17 +122,17 @@ def test_a_sender_whose_receiver_never_answers_stops_within_its_bound():
     assert len(errors) == 1 and type(errors[0]).__name__ == "Again"  # zmq's timeout, which the adapter names
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("", vllm_cpu.DEFAULT_SYNC_TIMEOUT_S), ("2.5", 2.5)])
+@pytest.mark.parametrize(("raw", "expected"), [("", vllm_sync.DEFAULT_SYNC_TIMEOUT_S), ("2.5", 2.5)])
 def test_sync_timeout_setting(monkeypatch, raw, expected):
-    monkeypatch.setenv(vllm_cpu.SYNC_TIMEOUT_ENV, raw)
-    assert vllm_cpu.sync_timeout_s() == expected
+    monkeypatch.setenv(vllm_sync.SYNC_TIMEOUT_ENV, raw)
+    assert vllm_sync.sync_timeout_s() == expected
 
 
 @pytest.mark.parametrize("raw", ["soon", "0", "-1", "nan"])
 def test_sync_timeout_setting_rejects_what_is_no_bound(monkeypatch, raw):
-    monkeypatch.setenv(vllm_cpu.SYNC_TIMEOUT_ENV, raw)
-    with pytest.raises(WeightSyncError, match=vllm_cpu.SYNC_TIMEOUT_ENV):
-        vllm_cpu.sync_timeout_s()
+    monkeypatch.setenv(vllm_sync.SYNC_TIMEOUT_ENV, raw)
+    with pytest.raises(WeightSyncError, match=vllm_sync.SYNC_TIMEOUT_ENV):
+        vllm_sync.sync_timeout_s()
 
 
 class _FailedCall:
@@ -151,10 +151,10 @@ class _FailedCall:
         return asyncio.wrap_future(self._future).__await__()
 
 
-def _adapter(handle: str, call) -> vllm_cpu.CPUServerAdapter:
+def _adapter(handle: str, call) -> vllm_sync.CPUServerAdapter:
     from omegaconf import OmegaConf
 
-    adapter = object.__new__(vllm_cpu.CPUServerAdapter)  # verl's constructor needs Ray and a rank; the sync does not
+    adapter = object.__new__(vllm_sync.CPUServerAdapter)  # verl's constructor needs Ray and a rank; the sync does not
     adapter.zmq_handle, adapter.use_shm, adapter._has_server = handle, True, False
     adapter.replica_rank = adapter.rollout_rank = 0
     adapter.config = OmegaConf.create({"checkpoint_engine": {"update_weights_bucket_megabytes": 1}})
@@ -168,7 +168,7 @@ def _adapter(handle: str, call) -> vllm_cpu.CPUServerAdapter:
 
 
 def test_the_adapter_names_the_servers_error_when_the_sync_times_out(monkeypatch):
-    monkeypatch.setenv(vllm_cpu.SYNC_TIMEOUT_ENV, "1")
+    monkeypatch.setenv(vllm_sync.SYNC_TIMEOUT_ENV, "1")
     server_error = RuntimeError("EngineCore died: out of memory")
     adapter = _adapter(_handle(), _FailedCall(server_error))
     with pytest.raises(WeightSyncError, match=r"took no bucket for 1 s .*RuntimeError: EngineCore died"):

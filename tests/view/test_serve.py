@@ -169,4 +169,5 @@ def test_a_taken_port_is_one_error_line_before_the_page_is_read(run_folder, tmp_
         proc = _start(["view", str(run_folder), "-o", str(tmp_path / "view.html"), "--serve", "--port", str(port)])
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and out == "" and not (tmp_path / "view.html").exists()
-    assert err.strip().splitlines() == [f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use)."]
+    assert err.strip().splitlines() == [f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use); "
+                                         "another server may hold it: stop it or pick another --port."]

@@ -113,7 +113,7 @@ def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size:
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
     from verl.workers.utils.losses import sft_loss
 
-    from pearl_verl.local.runtime import get_learning_rate, set_learning_rate
+    from pearl_verl.train_local.runtime import get_learning_rate, set_learning_rate
 
     dataset = MultiTurnSFTDataset(
         str(parquet), tokenizer, OmegaConf.create({"pad_mode": "no_padding", "max_length": max_length, "truncation": "right"})

@@ -20,8 +20,8 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.judge.reward_info import not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import TutoringJudge
-from pearl_verl.local.heldout import HeldOut
-from pearl_verl.local.memory import release_freed_memory
+from pearl_verl.train_local.heldout import HeldOut
+from pearl_verl.verl_plugin.cpu.memory import release_freed_memory
 
 EVAL_SEED_OFFSET = 10_007
 """Eval seed k samples with seed + EVAL_SEED_OFFSET + 1000 k: apart from every training seed."""
@@ -46,8 +46,8 @@ class HeldOutEvaluator:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from pearl_verl.judge.batch import judgement_fields
-        from pearl_verl.local.hf_server import HFGenerateServer
         from pearl_verl.verl_plugin.agent_loop import special_ids
+        from pearl_verl.verl_plugin.cpu.hf_server import HFGenerateServer
 
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=self.dtype).eval()

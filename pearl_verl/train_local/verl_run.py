@@ -2,7 +2,7 @@
 
 Ray, TransferQueue, the FSDP2 actor worker, the ``hf`` rollout server, the ``pearl_tutor`` agent loop,
 the ``pearl_judge`` reward loop, the ``pearl`` estimator in ``pearl_sync`` mode, GSPO and verl's
-weight sync: the cluster path, with the CPU parts :mod:`pearl_verl.local.verl_cpu` registers. The
+weight sync: the cluster path, with the CPU parts :mod:`pearl_verl.verl_plugin.cpu.parts` registers. The
 parent follows verl's file logger to drive its progress bar and keeps every step's metrics in
 its own ``metrics.jsonl`` (verl's logger starts its file anew on every launch, a resumed one too).
 """
@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import child_session
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.local.verl_cpu import VLLM_CPU_SETTINGS
+from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_SETTINGS
 
 RAY_LOGICAL_CPUS = 16
 """Ray's logical CPU slots: verl starts ~10 actors that each ask for one; the cores are shared, not reserved."""
@@ -40,7 +40,7 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
                  rollout_dtype: str, rollout: str = "hf") -> list[str]:
     """The Hydra overrides that make verl's ``ppo_trainer`` config run train-local's RL stage on the CPU parts.
 
-    The algorithm settings (GSPO, batch, lengths, PEARL) come from :func:`pearl_verl.local.train.algorithm_overrides`;
+    The algorithm settings (GSPO, batch, lengths, PEARL) come from :func:`pearl_verl.train_local.train.algorithm_overrides`;
     these are the run's: model, data, judge, device, logging, checkpoints. Every checkpoint includes the
     Hugging Face export (``hf_model``) that the held-out evaluations load. ``start``: ``disable`` (from
     ``policy``), ``auto`` (verl's latest checkpoint) or the path of a ``global_step_N`` checkpoint.

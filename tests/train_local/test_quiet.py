@@ -8,7 +8,7 @@ import pytest
 SCRIPT = """
 import sys
 from pathlib import Path
-from pearl_verl.local.quiet import quiet_run
+from pearl_verl.train_local.quiet import quiet_run
 
 log = Path(sys.argv[1])
 with quiet_run(log, verbose=False) as console:

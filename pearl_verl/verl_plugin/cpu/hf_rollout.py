@@ -10,7 +10,7 @@ same two registries as vLLM does, in hybrid mode (rollout and actor share the wo
   sync hands it the trained weights, which it packs back into Hugging Face names and sends to
   the server.
 
-The server batches concurrent requests (:class:`pearl_verl.local.hf_server.HFGenerateServer`) and
+The server batches concurrent requests (:class:`pearl_verl.verl_plugin.cpu.hf_server.HFGenerateServer`) and
 returns each token's log-probability, so ``rollout.calculate_log_probs`` works. It has no KV cache
 to free and no weights to offload: sleep and wake-up are no-ops.
 """
@@ -28,7 +28,7 @@ import torch
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
-from pearl_verl.local.memory import release_freed_memory
+from pearl_verl.verl_plugin.cpu.memory import release_freed_memory
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ class HFRolloutServer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from verl.utils.fs import copy_to_local
 
-        from pearl_verl.local.hf_server import HFGenerateServer
         from pearl_verl.verl_plugin.agent_loop import special_ids
+        from pearl_verl.verl_plugin.cpu.hf_server import HFGenerateServer
 
         path = copy_to_local(self.model_config.path)
         tokenizer = AutoTokenizer.from_pretrained(path)
@@ -172,7 +172,7 @@ class HFServerAdapter(BaseRollout):
                 await self._server.set_global_steps.remote(global_steps)
         del state
         # The sync follows every update, in the actor's process: hand what the step freed back to the OS,
-        # or glibc keeps it and a real model's worker grows by about a GB a step (local/memory.py).
+        # or glibc keeps it and a real model's worker grows by about a GB a step (memory.py).
         release_freed_memory()
 
 

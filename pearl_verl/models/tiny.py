@@ -77,7 +77,7 @@ def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 1024) -> PreT
 
 
 TINY_HEAD_DIM = 16
-"""The tiny models' attention head size; a model for the vLLM rollout needs ``verl_cpu.VLLM_MIN_HEAD_DIM``."""
+"""The tiny models' attention head size; a model for the vLLM rollout needs ``VLLM_MIN_HEAD_DIM``."""
 
 
 def tiny_qwen3_moe_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast, layers: int = 2,
@@ -85,7 +85,7 @@ def tiny_qwen3_moe_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast, l
     """A 2-layer, 4-expert (top-2) Qwen3-MoE config: the paper's architecture family at toy size.
 
     Heads of 16 dimensions; vLLM's CPU attention takes 32 and more
-    (:data:`pearl_verl.local.verl_cpu.VLLM_MIN_HEAD_DIM`), so a model for ``rollout.name=vllm`` is
+    (:data:`pearl_verl.verl_plugin.cpu.parts.VLLM_MIN_HEAD_DIM`), so a model for ``rollout.name=vllm`` is
     built with ``head_dim=32``.
     """
     return Qwen3MoeConfig(

@@ -4,7 +4,7 @@ import json
 import math
 
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.local.verl_run import _follow, latest_checkpoint, step_row
+from pearl_verl.train_local.verl_run import _follow, latest_checkpoint, step_row
 
 
 def _verl_row(step, **data):

@@ -11,9 +11,9 @@ import torch
 from transformers import AutoModelForCausalLM
 from verl.workers.engine.fsdp.utils import unfuse_moe_params
 
-from pearl_verl.local.hf_rollout import pack_experts
-from pearl_verl.local.hf_server import HFGenerateServer
-from pearl_verl.local.models import prepare_model
+from pearl_verl.models.prepare import prepare_model
+from pearl_verl.verl_plugin.cpu.hf_rollout import pack_experts
+from pearl_verl.verl_plugin.cpu.hf_server import HFGenerateServer
 from pearl_verl.verl_plugin.doctor import _CPU_PROBE
 
 
@@ -85,7 +85,7 @@ def _rollout_config(model: Path, **rollout):
 
 def test_the_vllm_rollout_on_the_cpu_is_checked_before_ray_starts(tmp_path, monkeypatch):
     from pearl_verl.errors import InputError
-    from pearl_verl.local.verl_cpu import check_cpu_rollout, model_head_dim
+    from pearl_verl.verl_plugin.cpu.parts import check_cpu_rollout, model_head_dim
 
     small, large = prepare_model("tiny", tmp_path / "small"), prepare_model("tiny", tmp_path / "large", head_dim=32)
     assert (model_head_dim(small), model_head_dim(large), model_head_dim(tmp_path / "nowhere")) == (16, 32, None)

@@ -171,8 +171,8 @@ def test_a_run_whose_judge_is_down_stops_with_the_failure_guard_and_a_resumable_
 def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
     import torch
 
-    from pearl_verl.local import train
-    from pearl_verl.local.runtime import Device, device_overrides
+    from pearl_verl.train_local import train
+    from pearl_verl.train_local.runtime import Device, device_overrides
 
     monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: True)
     assert train.resolve_dtype("auto", model="smollm2") == torch.bfloat16
@@ -195,8 +195,8 @@ def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
 
 def test_train_local_runs_the_cpu_recipes_gspo_and_pearl_algorithm():
     """The main job's algorithm keys are the recipes' (lib/gspo.sh): what it shows learning is what a cluster runs."""
-    from pearl_verl.local.config import LocalTrainConfig
-    from pearl_verl.local.train import algorithm_overrides
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.train import algorithm_overrides
 
     recipe = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
     printed = subprocess.run(["bash", str(recipe), "--dry-run"], capture_output=True, text=True, check=True).stdout
@@ -217,8 +217,8 @@ def test_train_local_runs_the_cpu_recipes_gspo_and_pearl_algorithm():
     ("smollm2", 4, 2, 4, 4),
 ])
 def test_the_update_runs_in_micro_batches_that_fit_the_model(model, micro_batch, batch_problems, group_size, expected):
-    from pearl_verl.local.config import LocalTrainConfig
-    from pearl_verl.local.train import algorithm_overrides
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.train import algorithm_overrides
 
     config = LocalTrainConfig(model=model, micro_batch=micro_batch, batch_problems=batch_problems,
                               group_size=group_size)
@@ -238,7 +238,7 @@ def test_a_micro_batch_that_does_not_divide_the_step_is_refused(tmp_path, capsys
 
 
 def test_rollout_vllm_runs_verls_own_vllm_rollout_with_the_cpu_settings(tmp_path):
-    from pearl_verl.local.verl_run import VLLM_CPU_OVERRIDES, rl_overrides
+    from pearl_verl.train_local.verl_run import VLLM_CPU_OVERRIDES, rl_overrides
 
     common = dict(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=2, save_freq=1, start="disable",
                   judge="offline", rollout_dtype="float32")

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pearl_verl.local.role_rates import role_lines, role_rates, role_verdict, served_roles, student_mode
-from pearl_verl.local.runtime import compose_verl_config
+from pearl_verl.train_local.role_rates import role_lines, role_rates, role_verdict, served_roles, student_mode
+from pearl_verl.train_local.runtime import compose_verl_config
 
 STEPS = [
     {"step": 0, "phase": "initial", "eval/reward/mean": 0.1},  # an evaluation row logs neither rate
@@ -43,7 +43,7 @@ def test_rates_lines_and_verdict_over_the_training_steps():
 
 def test_train_local_prints_the_rates_and_exits_1_above_the_threshold(tmp_path, monkeypatch, capsys):
     from pearl_verl import cli
-    from pearl_verl.local import train
+    from pearl_verl.train_local import train
 
     def fake_training(config, resume, progress_file, extra_overrides):
         """What run_training leaves for the command: config.json with the served roles, summary.txt, rows."""

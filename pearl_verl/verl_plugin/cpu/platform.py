@@ -3,7 +3,7 @@
 verl 0.9.1 ships platforms for NVIDIA, Ascend and ROCm only, and registers its FSDP engine for
 ``cuda``/``npu`` devices. :class:`PlatformHostCPU` is a platform whose device is ``cpu`` (gloo
 collectives, no-op memory/sync calls). verl never picks it by itself: it is selected by
-``VERL_PLATFORM=cpu`` (verl's trainer, :mod:`pearl_verl.local.verl_cpu`) or installed in one
+``VERL_PLATFORM=cpu`` (verl's trainer, :mod:`pearl_verl.verl_plugin.cpu.parts`) or installed in one
 process by :func:`install_host_cpu_platform`. Nothing here runs on import.
 """
 

@@ -3,7 +3,7 @@
 The actor is verl's own ``TrainingWorker`` over its FSDP2 engine, built exactly as verl's
 ``ActorRolloutRefWorker`` builds it, only in this process instead of a Ray actor. On a machine
 without a GPU the host-CPU platform is installed first (gloo, fp32, SDPA attention). RL itself runs
-in verl's ``main_ppo`` (:mod:`pearl_verl.local.verl_run`), which resumes from this actor's checkpoint.
+in verl's ``main_ppo`` (:mod:`pearl_verl.train_local.verl_run`), which resumes from this actor's checkpoint.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def setup_process(prefer_gpu: bool = True) -> Device:
     """
     device = Device("cuda" if prefer_gpu and torch.cuda.is_available() else "cpu")
     if not device.on_gpu:
-        from pearl_verl.local.cpu_platform import install_host_cpu_platform
+        from pearl_verl.verl_plugin.cpu.platform import install_host_cpu_platform
 
         install_host_cpu_platform()
     for key, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}.items():

@@ -31,7 +31,7 @@ def prepare_model(spec: str, target: Path, seed: int = 0, head_dim: int | None =
     """
     if spec == "tiny":
         if not (target / "config.json").exists():
-            from pearl_verl.local.tiny_models import build_tiny_model
+            from pearl_verl.models.tiny import build_tiny_model
 
             build_tiny_model(target, moe=True, seed=seed, **({"head_dim": head_dim} if head_dim else {}))
         return target

@@ -28,7 +28,7 @@ they are, each subclassed only where its weight sync breaks on the CPU:
   (:data:`SYNC_TIMEOUT_ENV`, default :data:`DEFAULT_SYNC_TIMEOUT_S`) and stops the run with
   :class:`WeightSyncError` naming the cause.
 
-:mod:`pearl_verl.local.verl_cpu` registers these classes for ``rollout.name=vllm`` in a
+:mod:`pearl_verl.verl_plugin.cpu.parts` registers these classes for ``rollout.name=vllm`` in a
 ``VERL_PLATFORM=cpu`` process only; on a GPU machine verl's own classes serve ``vllm`` untouched.
 The couplings (class and method names) are checked by :func:`check_vllm_couplings`, which
 ``pearl-verl doctor`` runs when vLLM is installed. This module imports vLLM: import it lazily.

@@ -8,8 +8,8 @@ import pytest
 
 from pearl_verl import cli
 from pearl_verl.errors import InputError
-from pearl_verl.local.config import LocalTrainConfig
 from pearl_verl.ranges import Range
+from pearl_verl.train_local.config import LocalTrainConfig
 
 POSITIVE_FRACTION = "a finite number greater than 0 and at most 1"
 BAD = [

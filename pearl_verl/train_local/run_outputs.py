@@ -46,7 +46,7 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str,
     """Reward (overall and per dimension), held-out tutor behaviour, turns and loss per step, as one PNG.
 
     ``observables``: the held-out behaviours to draw (``eval/obs/<name>`` rows) and what each measures
-    (:data:`pearl_verl.local.heldout.OBSERVABLES`, passed in: heldout writes through this module).
+    (:data:`pearl_verl.train_local.heldout.OBSERVABLES`, passed in: heldout writes through this module).
     """
     import matplotlib
 

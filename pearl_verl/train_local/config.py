@@ -12,9 +12,9 @@ from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.probe import PROBES
-from pearl_verl.local.verl_cpu import VLLM_CPU_INSTALL
 from pearl_verl.ranges import Range, check_ranges
 from pearl_verl.tutor.styles import TEACHER_POOLS
+from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_INSTALL
 
 DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
 """Values of ``rollout_dtype`` and ``train_dtype`` (``resolve_dtype`` in train.py turns them into a dtype)."""

@@ -10,9 +10,9 @@ from pearl_verl.data.sources import load_source
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.dialogue.sample import PearlSample
-from pearl_verl.local.cold_start import keep_for_pool, keep_for_sft, teacher_dialogues, write_sft_parquet
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
+from pearl_verl.train_local.cold_start import keep_for_pool, keep_for_sft, teacher_dialogues, write_sft_parquet
 from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
@@ -30,7 +30,7 @@ def _samples(simulator, n=3):
 def test_teacher_dialogues_become_verl_sft_rows_that_train_only_the_tutor(tmp_path):
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
-    from pearl_verl.local.tiny_models import build_offline_tokenizer
+    from pearl_verl.models.tiny import build_offline_tokenizer
 
     simulator = build_simulator(StudentConfig(backend="offline"))
     samples = _samples(simulator)

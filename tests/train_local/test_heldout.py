@@ -7,8 +7,15 @@ import pytest
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.local.heldout import HeldOut, append_heldout, observables, read_heldout, summary, write_heldout_markdown
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
+from pearl_verl.train_local.heldout import (
+    HeldOut,
+    append_heldout,
+    observables,
+    read_heldout,
+    summary,
+    write_heldout_markdown,
+)
 
 PROBLEM = Problem("p", "Tom has 2 apples and buys 3 more. How many apples does he have?", "2 + 3 = 5", "5")
 CONDITION = StudentCondition(CognitiveProfile())

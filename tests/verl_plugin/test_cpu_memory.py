@@ -1,4 +1,4 @@
-"""train-local hands freed tensor memory back to the OS between steps (see pearl_verl/local/memory.py)."""
+"""train-local hands freed tensor memory back to the OS between steps (see pearl_verl/verl_plugin/cpu/memory.py)."""
 
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import pytest
 PROBE = """
 import os
 import torch
-from pearl_verl.local.memory import release_freed_memory
+from pearl_verl.verl_plugin.cpu.memory import release_freed_memory
 
 def rss_mb():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20

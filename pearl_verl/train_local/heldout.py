@@ -19,8 +19,8 @@ from typing import Any
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.features import asks_to_recheck, extract_features
-from pearl_verl.local.run_outputs import append_metrics, read_metrics
 from pearl_verl.stats import mean_ci
+from pearl_verl.train_local.run_outputs import append_metrics, read_metrics
 
 OBSERVABLES: dict[str, str] = {
     "rechecks": "tutor turns that send the student back to re-check a step",

@@ -7,9 +7,9 @@ import dataclasses
 import sys
 
 from pearl_verl.config_flags import add_config_flags, config_values
-from pearl_verl.local.config import LocalTrainConfig
 from pearl_verl.out_paths import output_dir_text, retype
 from pearl_verl.student.fallbacks import add_fallback_flag
+from pearl_verl.train_local.config import LocalTrainConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,10 +34,10 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from pearl_verl.local.quiet import quiet_run
-    from pearl_verl.local.role_rates import role_rates, role_verdict
-    from pearl_verl.local.train import run_training
-    from pearl_verl.local.verl_run import latest_checkpoint
+    from pearl_verl.train_local.quiet import quiet_run
+    from pearl_verl.train_local.role_rates import role_rates, role_verdict
+    from pearl_verl.train_local.train import run_training
+    from pearl_verl.train_local.verl_run import latest_checkpoint
 
     config = LocalTrainConfig(**config_values(args, (f.name for f in dataclasses.fields(LocalTrainConfig))))
     out = Path(config.out_dir)

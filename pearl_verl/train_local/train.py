@@ -5,10 +5,10 @@ The stages, each picked up where it stopped by ``--resume``:
 1. the tutor model (``tiny``, ``smollm2`` or a directory) in ``out/model``;
 2. the cold start: SFT on scripted-teacher dialogues with verl's ``sft_loss`` on verl's FSDP2
    ``TrainingWorker`` in this process, exported to ``out/cold_start/model``;
-3. the held-out evaluation of the policy RL starts from (:mod:`pearl_verl.local.evaluate`);
+3. the held-out evaluation of the policy RL starts from (:mod:`pearl_verl.train_local.evaluate`);
 4. RL through verl's ``main_ppo`` (Ray, TransferQueue, FSDP2, the ``hf`` rollout, the pearl_tutor
    agent loop, the pearl_judge reward loop, the pearl estimator in ``pearl_sync`` mode, GSPO, verl's
-   weight sync) as a child process (:mod:`pearl_verl.local.verl_run`): the path a cluster runs;
+   weight sync) as a child process (:mod:`pearl_verl.train_local.verl_run`): the path a cluster runs;
 5. the held-out evaluation of verl's checkpoints every ``eval_every`` steps and at the last;
 6. ``summary.txt``, ``dialogues.md``, ``dialogues/`` and ``curves.png`` from all of it.
 """
@@ -32,13 +32,13 @@ from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.judge.config import JudgeConfig, build_judge
-from pearl_verl.local.config import LOCAL_PROBLEMS, LocalTrainConfig
-from pearl_verl.local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
-from pearl_verl.local.memory import release_freed_memory
-from pearl_verl.local.models import prepare_model
-from pearl_verl.local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
-from pearl_verl.local.runtime import Device, compose_verl_config, device_overrides, setup_process
-from pearl_verl.local.verl_cpu import VLLM_MIN_HEAD_DIM
+from pearl_verl.models.prepare import prepare_model
+from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
+from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
+from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
+from pearl_verl.train_local.runtime import Device, compose_verl_config, device_overrides, setup_process
+from pearl_verl.verl_plugin.cpu.memory import release_freed_memory
+from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class LocalRun:
         ``resume``: continue from verl's latest checkpoint; otherwise RL starts from the cold start's
         checkpoint (weights and optimizer state) when there is one, else from the model.
         """
-        from pearl_verl.local.verl_run import rl_overrides
+        from pearl_verl.train_local.verl_run import rl_overrides
 
         c = self.config
         start = "auto" if resume else ("disable" if not c.cold_start_steps else str(self.cold_start_checkpoint))
@@ -190,7 +190,7 @@ class LocalRun:
             write_rows([verl_row(s, split, i) for i, s in enumerate(samples)], self.out / "data" / f"{split}.parquet")
 
     def evaluator(self) -> Any:
-        from pearl_verl.local.evaluate import HeldOutEvaluator
+        from pearl_verl.train_local.evaluate import HeldOutEvaluator
 
         c = self.config
         return HeldOutEvaluator(self.verl_config, self.eval_samples, self.judge, group_size=c.group_size,
@@ -202,8 +202,8 @@ class LocalRun:
         import asyncio
 
         from pearl_verl.dialogue.episode_runner import EpisodeLimits
-        from pearl_verl.local.cold_start import keep_for_pool, sft_steps, teacher_dialogues, write_sft_parquet
-        from pearl_verl.local.runtime import build_actor
+        from pearl_verl.train_local.cold_start import keep_for_pool, sft_steps, teacher_dialogues, write_sft_parquet
+        from pearl_verl.train_local.runtime import build_actor
 
         c = self.config
         t0 = time.perf_counter()
@@ -237,7 +237,7 @@ def export_policy(actor: Any, source: Path, target: Path) -> Path:
     """The actor's weights as a Hugging Face model directory (``source``'s config and tokenizer)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pearl_verl.local.runtime import policy_state_dict
+    from pearl_verl.train_local.runtime import policy_state_dict
 
     model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     model.load_state_dict(policy_state_dict(actor))
@@ -268,8 +268,8 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     """
     from tqdm import tqdm
 
-    from pearl_verl.local.role_rates import served_roles, student_mode
-    from pearl_verl.local.verl_run import hf_export, latest_checkpoint, run_main_ppo
+    from pearl_verl.train_local.role_rates import served_roles, student_mode
+    from pearl_verl.train_local.verl_run import hf_export, latest_checkpoint, run_main_ppo
 
     run = LocalRun(config, extra_overrides)
     out = run.out
@@ -340,7 +340,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
 
 
 def checkpoint_steps(out: Path) -> list[int]:
-    from pearl_verl.local.verl_run import hf_export
+    from pearl_verl.train_local.verl_run import hf_export
 
     steps = [int(p.name.rsplit("_", 1)[1]) for p in (out / "checkpoints").glob("global_step_*")]
     return sorted(s for s in steps if (hf_export(out, s) / "config.json").exists())
@@ -363,8 +363,8 @@ def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]], rows: list
                    roles: tuple[str, ...]) -> None:
     """summary.txt: the served roles' rates, and the evaluation RL started from against the last one
     (with dialogues.md) when there are two."""
-    from pearl_verl.local.heldout import summary, write_heldout_markdown
-    from pearl_verl.local.role_rates import role_lines, role_rates
+    from pearl_verl.train_local.heldout import summary, write_heldout_markdown
+    from pearl_verl.train_local.role_rates import role_lines, role_rates
 
     lines = []
     rl_start = [held for phase, held in evaluations if phase in ("initial", "cold_start")]

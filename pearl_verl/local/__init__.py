@@ -1,1 +1,0 @@
-"""Single-machine pieces: offline tiny models and the local training loop (CPU or one GPU)."""
