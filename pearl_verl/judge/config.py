@@ -7,7 +7,7 @@ tests and CPU runs only; never the paper's judge).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -15,7 +15,7 @@ from pearl_verl.config import build_dataclass
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.settings import EndpointSettings
-from pearl_verl.llm.types import SamplingConfig
+from pearl_verl.llm.types import Message, SamplingConfig
 from pearl_verl.ranges import COUNT, Range
 
 BACKENDS: tuple[str, ...] = ("llm", "offline", "probe", "probe-openings")  # judge.probe.PROBES
@@ -91,8 +91,15 @@ def judge_config_from_mapping(values: Mapping[str, Any] | None, path: str = "rew
     return build_dataclass(JudgeConfig, dict(values or {}), path)
 
 
-def build_judge(config: JudgeConfig) -> TutoringJudge:
-    """The judge ``config`` describes: an :class:`LLMJudge` over the shared client, or the heuristic."""
+def build_judge(config: JudgeConfig, prompt: Callable[..., list[Message]] | None = None) -> TutoringJudge:
+    """The judge ``config`` describes: an :class:`LLMJudge` over the shared client, or the heuristic.
+
+    Args:
+        config: the settings.
+        prompt: an LLM judge's message builder (``LLMJudge(prompt=...)``, e.g.
+            :func:`~pearl_verl.judge.prompt.one_turn_messages`); None for the whole-dialogue prompt.
+            The other backends have no prompt and ignore it.
+    """
     if config.backend == "offline":
         from pearl_verl.judge.offline import HeuristicJudge
 
@@ -112,4 +119,5 @@ def build_judge(config: JudgeConfig) -> TutoringJudge:
         aggregate=config.aggregate,
         parse_retries=config.parse_retries,
         samples_per_request=config.samples_per_request,
+        **({"prompt": prompt} if prompt is not None else {}),
     )

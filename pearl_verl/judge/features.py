@@ -4,6 +4,19 @@ Everything here is computed from the text and the student state trace alone: num
 compared with math-verify (:mod:`pearl_verl.dialogue.answers`), never as strings. The features are crude
 proxies of the rubric criteria; they exist so that tests and CPU runs have a deterministic judge,
 not to replace the LLM judge.
+
+``judged_from`` judges only the tutor turns from that index on (one candidate next turn, for
+comparison with human labels on single responses: :mod:`pearl_verl.judge.one_turn`). Earlier turns
+are context: the student's attempts in them still count (a direct answer after three attempts is not
+a leak), numbers said in them are known, and a key result already said in them is not the candidate's
+to supply; but earlier tutor turns are not scored, so a tutor turn written by someone else cannot
+raise or lower the candidate's question ratio, tone or length.
+
+A problem whose answer is :data:`~pearl_verl.judge.types.NOT_GIVEN` has no reference answer (a
+human-labelled conversation whose source gives none): then no tutor turn states it (no leak is
+invented) and no student turn reaches it; a number a student states is still read as a wrong attempt
+when it is no key result of the (then empty) reference solution, the rule for dialogues without a
+state trace.
 """
 
 from __future__ import annotations
@@ -14,6 +27,8 @@ from dataclasses import dataclass, field
 
 from pearl_verl.dialogue.answers import answers_match, mentions_answer, numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.errors import InputError
+from pearl_verl.judge.types import NOT_GIVEN
 
 SUFFICIENT_ATTEMPTS = 3
 """Genuine student attempts after which a direct explanation is no longer leakage (paper: "after
@@ -50,6 +65,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 @dataclass(frozen=True)
 class DialogueFeatures:
     """What the heuristic judge sees of one dialogue (turn indices index ``episode.turns``).
+
+    Counts and ratios over tutor turns cover the judged tutor turns only (every tutor turn unless
+    :func:`extract_features` was given ``judged_from``); so do reactions to wrong attempts and confusion.
 
     Attributes:
         solved_at: index of the first student turn with the correct final answer; None if never.
@@ -132,6 +150,12 @@ def _states(episode: EpisodeRecord) -> dict[int, object]:
     return dict(zip(student_indices, episode.student_trace, strict=False))
 
 
+def reference_answer(episode: EpisodeRecord) -> str | None:
+    """The problem's final answer; None when it has none (:data:`~pearl_verl.judge.types.NOT_GIVEN`)."""
+    answer = episode.problem.answer
+    return None if answer == NOT_GIVEN else answer
+
+
 def _states_answer(text: str, answer: str) -> bool:
     numbers = numbers_in(text)
     return bool(numbers) and answers_match(answer, numbers[-1])
@@ -174,6 +198,7 @@ class _Scan:
     episode: EpisodeRecord
     end: int  # index of the solving student turn, or len(turns)
     keys: tuple[str, ...]
+    judged_from: int = 0  # tutor turns before it are context, not judged
     states: dict[int, object] = field(default_factory=dict)
     leak_turns: list[int] = field(default_factory=list)
     early_leak: bool = False
@@ -189,7 +214,7 @@ class _Scan:
     last_tutor: str = ""
 
     def student(self, i: int) -> None:
-        turns, answer = self.episode.turns, self.episode.problem.answer
+        turns, answer = self.episode.turns, reference_answer(self.episode)
         text, attempt = turns[i].text, getattr(self.states.get(i), "attempt", None)
         numbers = numbers_in(text)
         if attempt:
@@ -198,10 +223,14 @@ class _Scan:
         else:  # no trace: a stated number that is neither the answer nor a key intermediate result
             self.attempts += bool(numbers)
             is_wrong = (
-                i < self.end and bool(numbers) and not any(answers_match(v, numbers[-1]) for v in (answer, *self.keys))
+                i < self.end
+                and bool(numbers)
+                and not any(answers_match(v, numbers[-1]) for v in (*([answer] if answer else []), *self.keys))
             )
         reply = turns[i + 1].text if i + 1 < len(turns) else None
         if reply is None:  # the dialogue ended on this turn: nothing the tutor could react to
+            return
+        if i + 1 < self.judged_from:  # answered by a context turn: an attempt, but no reaction to judge
             return
         stuck_now = bool(_STUCK.search(text))
         self.stuck += stuck_now
@@ -214,14 +243,19 @@ class _Scan:
             self.adapted += 1
 
     def tutor(self, i: int, answer_given: bool) -> None:
-        text, answer = self.episode.turns[i].text, self.episode.problem.answer
-        if self.last_tutor and _similar(text, self.last_tutor):
+        text, answer = self.episode.turns[i].text, reference_answer(self.episode)
+        judged = i >= self.judged_from
+        if judged and self.last_tutor and _similar(text, self.last_tutor):
             self.repeated += 1
         self.last_tutor = text
-        if i >= self.end:
+        if i >= self.end or not judged:
             return
         self.specific += bool(_OPERATION.search(text))
-        states_it = _states_final_answer(text, answer) and (not answer_given or "answer is" in text.lower())
+        states_it = (
+            answer is not None
+            and _states_final_answer(text, answer)
+            and (not answer_given or "answer is" in text.lower())
+        )
         previous = self.episode.turns[i - 1].text if i else ""
         excused = self.attempts >= SUFFICIENT_ATTEMPTS or bool(_ASKS_FOR_ANSWER.search(previous))
         if states_it and not excused:
@@ -232,7 +266,8 @@ class _Scan:
 def _solved_at(episode: EpisodeRecord, states: dict[int, object]) -> int | None:
     """Index of the first student reply (after the opening) with the correct final answer."""
     for i, turn in enumerate(episode.turns):
-        solved = getattr(states.get(i), "solved", False) or _states_answer(turn.text, episode.problem.answer)
+        answer = reference_answer(episode)
+        solved = getattr(states.get(i), "solved", False) or (answer is not None and _states_answer(turn.text, answer))
         if i > 0 and turn.role == STUDENT and solved:
             return i
     return None
@@ -249,28 +284,43 @@ def _first_mentions(episode: EpisodeRecord, keys: Sequence[str]) -> dict[str, tu
     return first
 
 
-def extract_features(episode: EpisodeRecord) -> DialogueFeatures:
-    """Compute :class:`DialogueFeatures` for one episode (pure, deterministic)."""
+def extract_features(episode: EpisodeRecord, judged_from: int = 0) -> DialogueFeatures:
+    """Compute :class:`DialogueFeatures` for one episode (pure, deterministic).
+
+    Args:
+        episode: the dialogue.
+        judged_from: index of the first turn whose tutor turns are judged; earlier turns are context
+            (see the module docstring). 0, the default, judges the whole dialogue.
+
+    Raises:
+        InputError: ``judged_from`` is not an index of ``episode.turns``.
+    """
     problem, turns = episode.problem, episode.turns
+    if not 0 <= judged_from < max(len(turns), 1):
+        raise InputError(f"judged_from={judged_from} is not a turn index of a dialogue of {len(turns)} turn(s).")
     states = _states(episode)
     solved_at = _solved_at(episode, states)
     end = solved_at if solved_at is not None else len(turns)
     keys = key_results(problem.question, problem.reference_solution, problem.answer)
-    scan = _Scan(episode, end, keys, states)
-    answer_given = mentions_answer(problem.question, problem.answer)  # then a bare number is no evidence of a leak
+    scan = _Scan(episode, end, keys, judged_from, states)
+    answer = reference_answer(episode)
+    answer_given = answer is not None and mentions_answer(problem.question, answer)  # then a bare number is no leak
     for i, turn in enumerate(turns):
         if turn.role == TUTOR:
             scan.tutor(i, answer_given)
         elif i > 0:
             scan.student(i)
     first = _first_mentions(episode, keys)
-    tutor_texts = [t.text for t in turns if t.role == TUTOR]
+    tutor_texts = [t.text for i, t in enumerate(turns) if t.role == TUTOR and i >= judged_from]
+    context = [t.text for i, t in enumerate(turns) if t.role == TUTOR and i < judged_from]
     return DialogueFeatures(
         solved_at=solved_at,
         leak_turns=tuple(scan.leak_turns),
         early_leak=scan.early_leak,
         key_results=keys,
-        tutor_supplied=tuple(v for v in keys if v in first and first[v][0] == TUTOR and first[v][1] < end),
+        tutor_supplied=tuple(
+            v for v in keys if v in first and first[v][0] == TUTOR and judged_from <= first[v][1] < end
+        ),
         student_supplied=tuple(v for v in keys if v in first and first[v][0] == STUDENT),
         specific_hint_turns=scan.specific,
         arithmetic_errors=sum(_arithmetic_errors(t) for t in tutor_texts),
@@ -283,18 +333,20 @@ def extract_features(episode: EpisodeRecord) -> DialogueFeatures:
         repeated_tutor_turns=scan.repeated,
         question_ratio=_share(tutor_texts, lambda t: "?" in t),
         explain_prompts=sum(bool(_EXPLAIN.search(t)) for t in tutor_texts),
-        reflection=solved_at is not None and any(_REFLECT.search(t.text) for t in turns[solved_at:] if t.role == TUTOR),
+        reflection=solved_at is not None
+        and any(_REFLECT.search(t.text) for t in turns[max(solved_at, judged_from):] if t.role == TUTOR),
         encourage_ratio=_share(tutor_texts, lambda t: bool(_ENCOURAGE.search(t))),
         blame_turns=sum(bool(_BLAME.search(t)) for t in tutor_texts),
         mean_words=_mean([len(t.split()) for t in tutor_texts]),
         max_words=max((len(t.split()) for t in tutor_texts), default=0),
         mean_sentence_words=_mean([len(s.split()) for t in tutor_texts for s in _SENTENCE.split(t) if s.strip()]),
-        irrelevant_numbers=_irrelevant_numbers(episode, tutor_texts),
+        irrelevant_numbers=_irrelevant_numbers(episode, tutor_texts, context),
         tutor_turns=len(tutor_texts),
     )
 
 
-def _irrelevant_numbers(episode: EpisodeRecord, tutor_texts: Sequence[str]) -> int:
+def _irrelevant_numbers(episode: EpisodeRecord, tutor_texts: Sequence[str], context: Sequence[str] = ()) -> int:
+    """Numbers in the judged tutor texts found nowhere in the task, the student's turns or the context turns."""
     problem = episode.problem
     known = (
         set(numbers_in(problem.question))
@@ -302,6 +354,7 @@ def _irrelevant_numbers(episode: EpisodeRecord, tutor_texts: Sequence[str]) -> i
         | set(numbers_in(problem.answer))
     )
     known |= {n for t in episode.turns if t.role == STUDENT for n in numbers_in(t.text)}
+    known |= {n for text in context for n in numbers_in(text)}
     return sum(1 for text in tutor_texts for n in numbers_in(text) if n not in known)
 
 

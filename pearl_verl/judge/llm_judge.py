@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +119,9 @@ class LLMJudge:
         parse_retries: extra calls when no sample of a call parses.
         samples_per_request: one request with ``n=samples`` (True) or ``samples`` requests.
         rubric: the rubric to prompt with and parse against.
+        prompt: builds the chat messages of one dialogue; default :func:`judge_messages` (the whole
+            dialogue). :func:`~pearl_verl.judge.prompt.one_turn_messages` judges its last turn only;
+            both keep the output contract, so the same parser reads the reply.
     """
 
     def __init__(
@@ -130,6 +134,7 @@ class LLMJudge:
         parse_retries: int = 2,
         samples_per_request: bool = True,
         rubric: Rubric = RUBRIC,
+        prompt: Callable[[EpisodeRecord, Rubric], list[Message]] = judge_messages,
     ) -> None:
         if samples < 1:
             raise InputError(f"samples={samples!r} must be >= 1.")
@@ -147,6 +152,7 @@ class LLMJudge:
         self.parse_retries = parse_retries
         self.samples_per_request = samples_per_request
         self.rubric = rubric
+        self.prompt = prompt
         self.stats = JudgeStats()
 
     @property
@@ -166,7 +172,7 @@ class LLMJudge:
             return self._fail(f"internal judge error: {type(exc).__name__}: {exc}", "internal", None, start)
 
     async def _judge(self, episode: EpisodeRecord, start: float) -> JudgeResult:
-        messages = judge_messages(episode, self.rubric)
+        messages = self.prompt(episode, self.rubric)
         draws = _SampleSet(self.samples)
         for round_ in range(1 + self.parse_retries):
             if not draws.missing:

@@ -174,11 +174,17 @@ class HeuristicJudge:
             raise InputError(f"HeuristicJudge has no rule for criteria {missing}; add them to RULES.")
         self.rubric = rubric
 
-    async def judge(self, episode: EpisodeRecord) -> JudgeResult:
-        """Score ``episode``; returns ``ok=False`` (never raises) if the features cannot be computed."""
+    async def judge(self, episode: EpisodeRecord, judged_from: int = 0) -> JudgeResult:
+        """Score ``episode``; returns ``ok=False`` (never raises) if the features cannot be computed.
+
+        Args:
+            episode: the dialogue.
+            judged_from: judge only the tutor turns from this turn index on, earlier turns being context
+                (:func:`~pearl_verl.judge.features.extract_features`); 0 judges the whole dialogue.
+        """
         start = time.perf_counter()
         try:
-            features = extract_features(episode)
+            features = extract_features(episode, judged_from)
             criteria = tuple(self._score(c.id, c.dimension, c.key, features, episode) for c in self.rubric)
         except Exception as exc:  # a malformed record must not crash a batch; counted by the caller as judge_ok=0
             logger.exception("heuristic judge failed on %s", episode.problem.problem_id)

@@ -384,6 +384,20 @@ class Rubric:
 RUBRIC = Rubric(CRITERIA, next(c for c in CRITERIA if (c.dimension, c.key) == (GATE_DIMENSION, GATE_KEY)))
 """The default PEARL rubric (8 dimensions, 24 criteria)."""
 
+ONE_TURN_CRITERIA: tuple[str, ...] = (
+    "acc.statements_correct", "acc.feedback_correct", "acc.toward_reference",
+    "leak.final_answer", "leak.key_steps", "leak.hint_specificity",
+    "load.concise", "load.clarity", "load.length", "load.relevance",
+    "guide.questioning", "guide.guidance_effective", "guide.student_agency",
+    "meta.discover_mistakes", "meta.explain_verify",
+    "adaptive.responds_to_difficulty",
+    "emotion.encouraging_tone", "emotion.mistakes_as_learning",
+)
+"""The criteria a judgement of ONE tutor turn can score, in rubric order (docs/judge.md, "Against human
+teachers: MRBench", where the choice is argued): those that ask what a single tutor message does. The
+other six need the rest of a session: the gate and the other ``complete`` criteria, ``meta.reflection``
+(after the solution) and ``adaptive.difficulty_fit`` (pace over turns)."""
+
 
 def render_rubric(rubric: Rubric = RUBRIC) -> str:
     """The rubric as text for the judge's system prompt (fixed, so it forms a cacheable prefix)."""

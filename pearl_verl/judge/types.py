@@ -8,6 +8,12 @@ from typing import Protocol, runtime_checkable
 
 from pearl_verl.dialogue.episode import EpisodeRecord
 
+NOT_GIVEN = "(not given)"
+"""A problem's reference answer (or solution, or question) where its source has none: MRBench's Bridge rows
+and the BEA 2025 files give no answer (:mod:`pearl_verl.judge.one_turn`). The offline judge then detects
+no revealed answer (:mod:`pearl_verl.judge.features`); the one-turn prompt tells an LLM judge the reference
+is absent."""
+
 
 @dataclass(frozen=True)
 class CriterionScore:

@@ -63,3 +63,44 @@ def make_episode():
 @pytest.fixture
 def make_output():
     return output_text
+
+
+MATHDIAL_HISTORY = (
+    "Tutor: Hi, could you please provide a step-by-step solution for the question below? The question is: "
+    f"{PROBLEM.question}\xa0\n\xa0Student: 3 + 4 = 7 apples and 7 - 2 = 5.\xa0\n\xa05"
+)
+"""An MRBench MathDial-style history: the question in the opening tutor turn, a student's wrong answer last."""
+MATHDIAL_SOLUTION = PROBLEM.reference_solution + "\n 10"
+"""An MRBench MathDial-style worked solution: the final answer alone on the last line."""
+
+
+def mrbench_row(responses, split="test", conversation_id="c1", history=MATHDIAL_HISTORY,
+                solution=MATHDIAL_SOLUTION, topic="Not Available", data="MathDial"):
+    """One MRBench row; ``responses`` is ``{tutor: (text, {dimension: label})}`` (only the labels given)."""
+    return {
+        "conversation_id": conversation_id,
+        "conversation_history": history,
+        "Data": data,
+        "Split": split,
+        "Topic": topic,
+        "Ground_Truth_Solution": solution,
+        "anno_llm_responses": {tutor: {"response": text, "annotation": labels}
+                               for tutor, (text, labels) in responses.items()},
+    }
+
+
+@pytest.fixture
+def make_mrbench_row():
+    return mrbench_row
+
+
+@pytest.fixture
+def write_mrbench(tmp_path):
+    """Writes rows as an MRBench JSON file in tmp_path and returns its path."""
+
+    def write(rows, name="mrbench.json"):
+        path = tmp_path / name
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        return path
+
+    return write
