@@ -14,20 +14,6 @@ import pytest
 from pearl_verl.children import Stopped, child_session, stop_session
 
 
-def _processes_with(marker: str) -> list[int]:
-    """The pids of live (not zombie) processes whose command line holds ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if not entry.name.isdigit() or marker.encode() not in (entry / "cmdline").read_bytes():
-                continue
-            if (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z":
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def _wait_for(predicate, timeout_s=30.0):
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -35,31 +21,31 @@ def _wait_for(predicate, timeout_s=30.0):
         time.sleep(0.05)
 
 
-def test_an_error_inside_stops_the_whole_group():
+def test_an_error_inside_stops_the_whole_group(processes_with):
     marker = f"mark{uuid.uuid4().hex}"
     # a grandchild in the background, as Ray's raylet under verl's trainer or a sleep under a recipe
     script = f"(exec -a {marker}-1 sleep 300) & exec -a {marker}-2 sleep 301"
     with pytest.raises(RuntimeError, match="an error in the command"), child_session(["bash", "-c", script]):
-        _wait_for(lambda: len(_processes_with(marker)) == 2)
+        _wait_for(lambda: len(processes_with(name=marker)) == 2)
         raise RuntimeError("an error in the command")
-    assert _processes_with(marker) == []
+    assert processes_with(name=marker) == []
 
 
-def test_a_group_that_ignores_sigint_and_sigterm_is_killed_after_the_grace():
+def test_a_group_that_ignores_sigint_and_sigterm_is_killed_after_the_grace(processes_with):
     marker = f"mark{uuid.uuid4().hex}"
     script = f"trap '' INT TERM; exec -a {marker} sleep 300"
     with child_session(["bash", "-c", script], grace_s=0.5) as proc:
-        _wait_for(lambda: _processes_with(marker))
-    assert proc.returncode == -signal.SIGKILL and _processes_with(marker) == []
+        _wait_for(lambda: processes_with(name=marker))
+    assert proc.returncode == -signal.SIGKILL and processes_with(name=marker) == []
 
 
-def test_what_a_finished_leader_left_in_its_group_is_stopped():
+def test_what_a_finished_leader_left_in_its_group_is_stopped(processes_with):
     marker = f"mark{uuid.uuid4().hex}"
     proc = subprocess.Popen(["bash", "-c", f"(exec -a {marker} sleep 300) & exit 0"], start_new_session=True)
     proc.wait()
-    _wait_for(lambda: _processes_with(marker))
+    _wait_for(lambda: processes_with(name=marker))
     stop_session(proc, grace_s=5)
-    assert _processes_with(marker) == []
+    assert processes_with(name=marker) == []
 
 
 COMMAND = textwrap.dedent("""
@@ -79,15 +65,15 @@ COMMAND = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
-def test_a_stop_signal_to_the_command_stops_its_children(signum):
+def test_a_stop_signal_to_the_command_stops_its_children(signum, processes_with):
     marker = f"mark{uuid.uuid4().hex}"
     proc = subprocess.Popen([sys.executable, "-c", COMMAND, marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert proc.stdout.readline().strip() == "started"
-    _wait_for(lambda: _processes_with(marker))
+    _wait_for(lambda: processes_with(name=marker))
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
-    assert _processes_with(marker) == []
+    assert processes_with(name=marker) == []
     if signum == signal.SIGINT:  # Ctrl-C: Python's own KeyboardInterrupt, the same cleanup
         assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in stderr
     else:
@@ -100,14 +86,14 @@ def test_stopped_exits_as_a_shell_reports_a_signal():
 
 
 @pytest.mark.parametrize("command", [["plan"], ["doctor", "--cluster"]], ids=["plan", "doctor"])
-def test_sigterm_to_a_command_running_a_recipe_leaves_nothing_of_the_recipe(tmp_path, command):
+def test_sigterm_to_a_command_running_a_recipe_leaves_nothing_of_the_recipe(tmp_path, command, processes_with):
     marker = f"mark{uuid.uuid4().hex}"
     recipe = tmp_path / "slow_recipe.sh"
     recipe.write_text(f"echo trainer.nnodes=1\n(exec -a {marker} sleep 600)\n")
     proc = subprocess.Popen([sys.executable, "-m", "pearl_verl.cli", *command, "--recipe", str(recipe)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for(lambda: _processes_with(marker), timeout_s=120)
+    _wait_for(lambda: processes_with(name=marker), timeout_s=120)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143 and stderr.strip().endswith(f"{command[0]}: stopped by SIGTERM"), stderr
-    assert _processes_with(marker) == []
+    assert processes_with(name=marker) == []

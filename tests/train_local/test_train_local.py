@@ -39,19 +39,8 @@ def _verl_overrides(out: Path) -> list[str]:
     return yaml.safe_load((out / "hydra" / ".hydra" / "overrides.yaml").read_text())
 
 
-def _processes_with(marker: str) -> list[str]:
-    """The command lines of this machine's processes whose environment holds ``marker`` (Ray's inherit it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "environ").read_bytes():
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return found
-
-
-def _stop_with_sigterm_after_step(command: list[str], out: Path, step: int, marker: str) -> subprocess.CompletedProcess:
+def _stop_with_sigterm_after_step(command: list[str], out: Path, step: int, marker: str,
+                                  processes_with) -> subprocess.CompletedProcess:
     """Start ``command``, send it SIGTERM once verl has logged and checkpointed ``step`` (the next step under
     way); returns the finished process, after checking that it started verl's and Ray's processes."""
     env = {**os.environ, "PEARL_TEST_RUN": marker}
@@ -63,23 +52,23 @@ def _stop_with_sigterm_after_step(command: list[str], out: Path, step: int, mark
                and any(r["step"] == step for r in _metrics(out) if "reward/mean" in r)):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.5)
-    running = _processes_with(marker)
+    running = processes_with(env=marker)
     assert any("main_ppo" in c for c in running) and any("ray" in c.lower() for c in running), running
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=300)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp_path):
+def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp_path, processes_with):
     out = tmp_path / "run"
     marker = f"pearl-test-{uuid.uuid4().hex}"
     # a batch scheduler's stop (SIGTERM) during step 3 of 10: verl's trainer and all of Ray's processes go with it
     killed = _stop_with_sigterm_after_step(["train-local", "--out-dir", str(out), "--steps", "10", *SMALL, *COLD],
-                                           out, 2, marker)
+                                           out, 2, marker, processes_with)
     assert killed.returncode == 128 + signal.SIGTERM, killed.stderr[-3000:]
     assert killed.stderr.strip().splitlines()[-1] == (
         "pearl-verl train-local: stopped by SIGTERM; the same command with --resume goes on from its last checkpoint")
-    assert _processes_with(marker) == []  # nothing of the run is left, not even an orphan adopted by init
+    assert processes_with(env=marker) == []  # nothing of the run is left, not even an orphan adopted by init
     # verl may finish a step between the signal and its end: the resume starts from whatever it checkpointed
     latest = int((out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text())
     assert latest >= 2
