@@ -67,7 +67,11 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["pearl_verl", "pearl_verl.*"]),
-    package_data={"pearl_verl.view": ["*.js", "*.css"], "pearl_verl.resources": ["*.jsonl", "*.json", "*.yaml", "models/*.json", "data/*/*", "eval/*/*", "eval/*/*/*"]},
+    package_data={
+        "pearl_verl.view": ["*.js", "*.css"],
+        "pearl_verl.verl_plugin.config": ["*.yaml", "parts/*.yaml"],
+        "pearl_verl.resources": ["*.jsonl", "*.json", "*.yaml", "models/*.json", "data/*/*", "eval/*/*", "eval/*/*/*"],
+    },
     include_package_data=True,
     install_requires=install_requires,
     extras_require=extras_require,

@@ -1,8 +1,8 @@
-"""verl's actor in this process, for train-local's cold start: device, process group, config, ``TrainingWorker``.
+"""verl's actor in this process, for train-local's cold start: platform, process group, config, ``TrainingWorker``.
 
 The actor is verl's own ``TrainingWorker`` over its FSDP2 engine, built exactly as verl's
-``ActorRolloutRefWorker`` builds it, only in this process instead of a Ray actor. On a machine
-without a GPU the host-CPU platform is installed first (gloo, fp32, SDPA attention). RL itself runs
+``ActorRolloutRefWorker`` builds it, only in this process instead of a Ray actor, on verl's host-CPU
+platform (gloo, fp32, SDPA attention). RL itself runs
 in verl's ``main_ppo`` (:mod:`pearl_verl.train_local.verl_run`), which resumes from this actor's checkpoint.
 """
 
@@ -11,9 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,36 +20,20 @@ from omegaconf import DictConfig
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Device:
-    """Where training runs: ``cpu`` (gloo, fp32) or ``cuda`` (nccl, bf16 mixed precision)."""
-
-    kind: str
-
-    @property
-    def on_gpu(self) -> bool:
-        return self.kind == "cuda"
-
-
-def setup_process(prefer_gpu: bool = True) -> Device:
-    """Pick the device, install the host-CPU platform when needed, and start a 1-rank process group.
+def setup_process() -> None:
+    """Install verl's host-CPU platform and start a 1-rank gloo process group in this process.
 
     verl reads its rank layout from the standard torch.distributed environment variables; they are
-    set here for this single process only if absent.
+    set here for this single process only if absent. (train-local runs on the CPU; on GPUs the recipes run.)
     """
-    device = Device("cuda" if prefer_gpu and torch.cuda.is_available() else "cpu")
-    if not device.on_gpu:
-        from pearl_verl.verl_plugin.cpu.platform import install_host_cpu_platform
+    from pearl_verl.verl_plugin.cpu.platform import install_host_cpu_platform
 
-        install_host_cpu_platform()
+    install_host_cpu_platform()
     for key, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault("MASTER_PORT", str(_free_port()))
     if not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("nccl" if device.on_gpu else "gloo", rank=0, world_size=1)
-    if device.on_gpu:
-        torch.cuda.set_device(0)
-    return device
+        torch.distributed.init_process_group("gloo", rank=0, world_size=1)
 
 
 def _free_port() -> int:
@@ -61,41 +43,20 @@ def _free_port() -> int:
 
 
 def compose_verl_config(overrides: list[str]) -> DictConfig:
-    """verl's own ``ppo_trainer`` config with Hydra overrides, as ``main_ppo`` composes it."""
-    import verl
-    from hydra import compose, initialize_config_dir
+    """The config main_ppo runs train-local's RL stage with: ``pearl_gspo_cpu`` (verl's ``ppo_trainer`` with
+    PEARL's method and the CPU's engine settings) and ``overrides``."""
+    from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, compose_config
 
-    config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
-    with initialize_config_dir(config_dir=config_dir, version_base=None):
-        return compose(config_name="ppo_trainer", overrides=overrides)
+    return compose_config(PEARL_GSPO_CPU, overrides)
 
 
-def device_overrides(device: Device, cpu_compute_dtype: str = "bfloat16") -> list[str]:
-    """Engine settings that depend on the device.
-
-    On the CPU the weights and optimizer are float32. verl's FSDP engine computes the update under
-    bf16 autocast unless ``fsdp_config.mixed_precision`` says otherwise (its ``dtype`` setting is
-    not read by the FSDP engine), so ``cpu_compute_dtype="float32"`` sets a float32 mixed precision.
-    Sequence packing (``use_remove_padding``) pays off only with flash-attention's varlen kernels;
-    with SDPA it attends over the whole packed batch (measured 7x slower on CPU), so it is off there.
-    """
-    import importlib.util
-
-    flash = device.on_gpu and importlib.util.find_spec("flash_attn") is not None
-    overrides = [f"actor_rollout_ref.model.use_remove_padding={flash}"]
-    if not flash:
-        overrides.append("+actor_rollout_ref.model.override_config.attn_implementation=sdpa")
-    if device.on_gpu:
-        return overrides + [
-            "actor_rollout_ref.actor.fsdp_config.model_dtype=bf16",
-            "actor_rollout_ref.actor.fsdp_config.dtype=bfloat16",
-        ]
-    overrides.append("actor_rollout_ref.actor.fsdp_config.model_dtype=fp32")
-    if cpu_compute_dtype == "float32":
-        overrides.append(
-            "+actor_rollout_ref.actor.fsdp_config.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"
-        )
-    return overrides
+def precision_overrides(compute_dtype: str) -> list[str]:
+    """The update's precision on the CPU: the weights and optimizer are float32 (``pearl_gspo_cpu``); verl's FSDP
+    engine computes under bf16 autocast unless ``fsdp_config.mixed_precision`` says otherwise (its ``dtype``
+    setting is not read by the FSDP engine), so ``compute_dtype="float32"`` sets a float32 mixed precision."""
+    if compute_dtype != "float32":
+        return []
+    return ["+actor_rollout_ref.actor.fsdp_config.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"]
 
 
 def build_actor(config: DictConfig) -> Any:

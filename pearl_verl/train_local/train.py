@@ -36,7 +36,7 @@ from pearl_verl.models.prepare import prepare_model
 from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
-from pearl_verl.train_local.runtime import Device, compose_verl_config, device_overrides, setup_process
+from pearl_verl.train_local.runtime import compose_verl_config, precision_overrides, setup_process
 from pearl_verl.verl_plugin.cpu.memory import release_freed_memory
 from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 
@@ -69,22 +69,15 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
-    """verl settings of the run's algorithm: GSPO, batch and lengths, PEARL, and the CPU engine's precision.
+    """verl settings of the run's sizes, seeds, PEARL's knobs and the update's precision.
 
-    The whole batch is one mini-batch, so one GSPO update a step, on-policy; its micro-batches
-    (``micro_batch``) only bound memory.
+    The method itself (GSPO's loss and clip, the pearl estimator, the agent loop and judge) and the CPU's
+    engine settings come from the ``pearl_gspo_cpu`` config that the CPU recipe reads too. The whole batch
+    is one mini-batch, so one GSPO update a step, on-policy; its micro-batches (``micro_batch``) only bound
+    memory.
     """
     c = config
     return [
-        "actor_rollout_ref.model.enable_gradient_checkpointing=False",
-        "actor_rollout_ref.actor.strategy=fsdp2",
-        "actor_rollout_ref.actor.fsdp_config.use_torch_compile=False",
-        "actor_rollout_ref.actor.policy_loss.loss_mode=gspo",
-        "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
-        "actor_rollout_ref.actor.clip_ratio_low=3e-4",
-        "actor_rollout_ref.actor.clip_ratio_high=4e-4",
-        "actor_rollout_ref.actor.clip_ratio_c=10.0",
-        "actor_rollout_ref.actor.use_kl_loss=False",
         f"actor_rollout_ref.actor.optim.lr={c.learning_rate}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={c.batch_problems}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={c.micro_batch_size}",
@@ -100,14 +93,11 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
         f"data.max_prompt_length={c.prompt_length}",
         f"data.max_response_length={c.response_length}",
         f"data.train_batch_size={c.batch_problems}",
-        "algorithm.adv_estimator=pearl",
-        "algorithm.use_kl_in_reward=False",
-        "trainer.v1.trainer_mode=pearl_sync",
         "trainer.n_gpus_per_node=1",
         f"+pearl.advantage.gamma={c.gamma}",
         f"+pearl.agent.max_tutor_turns={c.max_tutor_turns}",
         f"+pearl.agent.max_tokens_per_turn={c.max_tokens_per_turn}",
-        *device_overrides(Device("cpu"), _dtype_name(resolve_dtype(c.train_dtype, c.model, "train"))),
+        *precision_overrides(_dtype_name(resolve_dtype(c.train_dtype, c.model, "train"))),
     ]
 
 
@@ -146,7 +136,7 @@ class LocalRun:
         self.extra_overrides = list(extra_overrides)
         random.seed(config.seed)
         torch.manual_seed(config.seed)
-        setup_process(prefer_gpu=False)  # verl's host-CPU platform here too: the checks and the cold start read it
+        setup_process()  # verl's host-CPU platform here too: the checks and the cold start read it
         head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
         self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
         self.cold_start_dir = self.out / "cold_start" / "model"

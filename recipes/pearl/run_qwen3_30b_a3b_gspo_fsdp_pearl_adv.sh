@@ -19,6 +19,6 @@ TRAIN_FILES="['$DATA_DIR/gsm8k/train.parquet', '$DATA_DIR/math/train.parquet']"
 VAL_FILES="['$DATA_DIR/gsm8k/test.parquet', '$DATA_DIR/math/test.parquet']"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
 
-run_or_print python3 -m pearl_verl.verl_plugin.main_ppo \
-    "${DATA[@]}" "${ALGORITHM[@]}" "${MODEL[@]}" "${GSPO_ACTOR[@]}" "${FSDP2_ACTOR[@]}" "${ROLLOUT[@]}" "${TRAINER[@]}" \
-    "${RECIPE_ARGS[@]}"
+run_or_print python3 -m pearl_verl.verl_plugin.main_ppo "${CONFIG[@]}" \
+    "${DATA[@]}" "${ALGORITHM[@]}" "${MODEL[@]}" "${GPU[@]}" "${GSPO_ACTOR[@]}" "${FSDP2_ACTOR[@]}" "${ROLLOUT[@]}" \
+    "${TRAINER[@]}" "${RECIPE_ARGS[@]}"

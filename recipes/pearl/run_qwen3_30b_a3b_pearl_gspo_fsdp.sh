@@ -22,6 +22,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/pearl_rl.sh"
 
 ENGINE=("${FSDP2_ACTOR[@]}" actor_rollout_ref.actor.ulysses_sequence_parallel_size=${SP_SIZE})
 
-run_or_print python3 -m pearl_verl.verl_plugin.main_ppo \
-    "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GSPO_ACTOR[@]}" "${ENGINE[@]}" \
-    "${ROLLOUT[@]}" "${TRAINER[@]}" "${RECIPE_ARGS[@]}"
+run_or_print python3 -m pearl_verl.verl_plugin.main_ppo "${CONFIG[@]}" \
+    "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GPU[@]}" "${GSPO_ACTOR[@]}" \
+    "${ENGINE[@]}" "${ROLLOUT[@]}" "${TRAINER[@]}" "${RECIPE_ARGS[@]}"

@@ -49,6 +49,6 @@ ENGINE=(
     actor_rollout_ref.ref.megatron.use_mbridge=True
 )
 
-run_or_print python3 -m pearl_verl.verl_plugin.main_ppo model_engine=megatron \
-    "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GSPO_ACTOR[@]}" "${ENGINE[@]}" \
-    "${ROLLOUT[@]}" "${TRAINER[@]}" "${RECIPE_ARGS[@]}"
+run_or_print python3 -m pearl_verl.verl_plugin.main_ppo "${CONFIG[@]}" model_engine=megatron \
+    "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GPU[@]}" "${GSPO_ACTOR[@]}" \
+    "${ENGINE[@]}" "${ROLLOUT[@]}" "${TRAINER[@]}" "${RECIPE_ARGS[@]}"

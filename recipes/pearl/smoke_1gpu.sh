@@ -40,6 +40,7 @@ TEST_FREQ=-1
 
 TRAIN_FILES="['$DATA_DIR/train.parquet']"
 VAL_FILES="['$DATA_DIR/val.parquet']"
+CONFIG_NAME=pearl_gspo                  # the cluster recipes' method (pearl_verl/verl_plugin/config/pearl_gspo.yaml)
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
 
 if [[ -n "$STUDENT_BASE_URL" ]]; then require_endpoint student "$STUDENT_BASE_URL"; fi
@@ -48,20 +49,15 @@ if [[ -n "$JUDGE_BASE_URL" ]]; then
     require_judge_calibration "$JUDGE_BASE_URL" "$JUDGE_MODEL" auto
 fi
 
-DATA+=(data.return_raw_chat=True)
-ALGORITHM+=(trainer.v1.trainer_mode=pearl_sync)
 ROLLOUT+=(actor_rollout_ref.rollout.top_k=50)
 # shellcheck disable=SC2207  # the settings are words without spaces
 AGENT=(
-    actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor
     +pearl.agent.max_tutor_turns=4
     +pearl.agent.max_tokens_per_turn=128
     $(role_settings pearl.student "$STUDENT_BASE_URL" "$STUDENT_MODEL")
 )
 # shellcheck disable=SC2207
 REWARD=(
-    reward.reward_manager.name=pearl_judge
-    reward.reward_model.enable=False
     $(role_settings reward.reward_kwargs "$JUDGE_BASE_URL" "$JUDGE_MODEL")
 )
 SMOKE=(
@@ -70,9 +66,9 @@ SMOKE=(
     trainer.default_local_dir="$OUT_DIR/checkpoints"
     "actor_rollout_ref.actor.checkpoint.save_contents=['model','hf_model']"
 )
-COMMAND=(python3 -m pearl_verl.verl_plugin.main_ppo
-    "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GSPO_ACTOR[@]}" "${FSDP2_ACTOR[@]}"
-    "${ROLLOUT[@]}" "${TRAINER[@]}" "${SMOKE[@]}" "${RECIPE_ARGS[@]}")
+COMMAND=(python3 -m pearl_verl.verl_plugin.main_ppo "${CONFIG[@]}"
+    "${DATA[@]}" "${ALGORITHM[@]}" "${AGENT[@]}" "${REWARD[@]}" "${MODEL[@]}" "${GPU[@]}" "${GSPO_ACTOR[@]}"
+    "${FSDP2_ACTOR[@]}" "${ROLLOUT[@]}" "${TRAINER[@]}" "${SMOKE[@]}" "${RECIPE_ARGS[@]}")
 if (( DRY_RUN )); then run_or_print "${COMMAND[@]}"; fi
 
 checked_run smollm2

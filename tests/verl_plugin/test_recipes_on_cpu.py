@@ -8,23 +8,39 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 from verl.trainer.config import AlgoConfig
 from verl.utils.config import omega_conf_to_dataclass
 
+from pearl_verl.verl_plugin import config as config_module
+from pearl_verl.verl_plugin.config import compose_config, config_flags
 from pearl_verl.verl_plugin.main_ppo import prepare
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "pearl"
 
 
-def recipe_overrides(script: Path, tmp_path: Path, **env: str) -> list[str]:
-    """The Hydra overrides a recipe passes to verl, read from its ``--dry-run`` output."""
+def recipe_command(script: Path, tmp_path: Path, **env: str) -> tuple[str, list[str]]:
+    """The PEARL config a recipe starts from and the Hydra overrides it adds, read from its ``--dry-run`` output."""
     proc = subprocess.run(
         ["bash", str(script), "--dry-run"], capture_output=True, text=True, check=True,
         env={**os.environ, "DATA_DIR": str(tmp_path), "MODEL_PATH": str(tmp_path / "model"), **env},
     )
     command = proc.stdout.splitlines()
     assert command[:3] == ["python3", "-m", "pearl_verl.verl_plugin.main_ppo"], command[:3]
-    return command[3:]
+    name = command[4].removeprefix("--config-name=")
+    assert command[3:5] == config_flags(name), command[3:5]
+    return name, command[5:]
+
+
+def recipe_overrides(script: Path, tmp_path: Path, **env: str) -> list[str]:
+    """The Hydra overrides a recipe adds to its PEARL config."""
+    return recipe_command(script, tmp_path, **env)[1]
+
+
+def recipe_config(script: Path, tmp_path: Path, *extra: str, **env: str):
+    """The config a recipe's main_ppo runs with (its PEARL config, its overrides, then ``extra``)."""
+    name, overrides = recipe_command(script, tmp_path, **env)
+    return compose_config(name, [*overrides, *extra])
 
 
 def _check_paper_gspo(cfg):
@@ -41,9 +57,8 @@ def _check_paper_gspo(cfg):
     ("run_qwen3_30b_a3b_pearl_gspo_fsdp.sh", "fsdp2"),
     ("run_qwen3_30b_a3b_pearl_gspo_megatron.sh", "megatron"),
 ])
-def test_full_pearl_recipes_compose_and_validate(verl_config, tmp_path, recipe, engine):
-    overrides = recipe_overrides(RECIPES / recipe, tmp_path)
-    cfg = verl_config(overrides)
+def test_full_pearl_recipes_compose_and_validate(tmp_path, recipe, engine):
+    cfg = recipe_config(RECIPES / recipe, tmp_path)
     prepare(cfg)  # registrations, pearl section (student endpoint, agent), KL check, verl's validate_config
     _check_paper_gspo(cfg)
     assert cfg.actor_rollout_ref.actor.strategy == engine
@@ -83,9 +98,8 @@ def test_endpoint_check_fails_early_with_the_fix(tmp_path):
     assert "recipes/pearl/serve_student.sh" in proc.stderr
 
 
-def test_gspo_fsdp_recipe_composes_and_validates(verl_config, tmp_path):
-    overrides = recipe_overrides(RECIPES / "run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh", tmp_path)
-    cfg = verl_config(overrides)
+def test_gspo_fsdp_recipe_composes_and_validates(tmp_path):
+    cfg = recipe_config(RECIPES / "run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh", tmp_path)
     prepare(cfg)  # registrations, pearl section, KL check, verl's validate_config
     algo = omega_conf_to_dataclass(cfg.algorithm)  # verl rejects unknown algorithm keys here
     assert isinstance(algo, AlgoConfig) and algo.adv_estimator == "pearl" and not algo.use_kl_in_reward
@@ -100,10 +114,10 @@ def test_gspo_fsdp_recipe_composes_and_validates(verl_config, tmp_path):
     assert cfg.data.train_files == [str(tmp_path / "gsm8k/train.parquet"), str(tmp_path / "math/train.parquet")]
 
 
-def test_recipe_typo_fails_before_any_gpu_is_touched(verl_config, tmp_path):
-    overrides = recipe_overrides(RECIPES / "run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh", tmp_path)
+def test_recipe_typo_fails_before_any_gpu_is_touched(tmp_path):
+    cfg = recipe_config(RECIPES / "run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh", tmp_path, "+pearl.advantage.gama=0.9")
     with pytest.raises(ValueError, match=r"Unknown setting pearl\.advantage\.gama"):
-        prepare(verl_config([*overrides, "+pearl.advantage.gama=0.9"]))
+        prepare(cfg)
 
 
 def test_recipe_passes_extra_overrides_through(tmp_path):
@@ -115,7 +129,8 @@ def test_recipe_passes_extra_overrides_through(tmp_path):
 
 
 def test_fsdp_and_megatron_recipes_differ_only_in_their_engine(tmp_path):
-    """The PEARL settings live in recipes/pearl/lib/: the two engines' recipes cannot drift apart."""
+    """The PEARL settings live in recipes/pearl/lib/ and the pearl_gspo config: the two engines' recipes cannot drift
+    apart."""
     engine_keys = ("model_engine=", "trainer.experiment_name=", "actor_rollout_ref.actor.strategy=",
                    "actor_rollout_ref.actor.fsdp_config.", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=",
                    "actor_rollout_ref.actor.megatron.", "+actor_rollout_ref.actor.megatron.",
@@ -129,17 +144,17 @@ def test_fsdp_and_megatron_recipes_differ_only_in_their_engine(tmp_path):
     megatron = shared("run_qwen3_30b_a3b_pearl_gspo_megatron.sh", STUDENT_MODEL="s1", ROLLOUT_N="16")
     assert fsdp == megatron
     assert "+pearl.student.model=s1" in fsdp and "actor_rollout_ref.rollout.n=16" in fsdp
-    assert len(fsdp) > 40  # the shared block, not an empty set
+    assert len(fsdp) > 25  # the shared block, not an empty set
 
 
 @pytest.mark.parametrize("served", [False, True])
-def test_one_gpu_smoke_recipe_composes_with_the_whole_stack(verl_config, tmp_path, served):
+def test_one_gpu_smoke_recipe_composes_with_the_whole_stack(tmp_path, served):
     env = {"OUT_DIR": str(tmp_path / "smoke")}
     if served:
         env |= {"STUDENT_BASE_URL": "http://s:8001/v1", "JUDGE_BASE_URL": "http://j:8000/v1"}
     overrides = recipe_overrides(RECIPES / "smoke_1gpu.sh", tmp_path, **env)
     assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
-    cfg = verl_config(overrides)
+    cfg = recipe_config(RECIPES / "smoke_1gpu.sh", tmp_path, **env)
     prepare(cfg)
     actor = cfg.actor_rollout_ref.actor
     assert actor.policy_loss.loss_mode == "gspo" and actor.loss_agg_mode == "seq-mean-token-mean"
@@ -154,43 +169,119 @@ def test_one_gpu_smoke_recipe_composes_with_the_whole_stack(verl_config, tmp_pat
         assert cfg.reward.reward_kwargs.base_url == "http://j:8000/v1" and cfg.pearl.student.model == "pearl-student"
 
 
-# What a CPU run changes against the cluster recipe: where it runs (device, engine, Ray slots, workers),
-# the rollout backend, the sizes, the endpoints (offline stand-ins), and where its files go.
-CPU_RECIPE_KEYS = (
-    "trainer.device=", "+ray_kwargs.", "ray_kwargs.", "transfer_queue.", "actor_rollout_ref.rollout.agent.num_workers=",
-    "reward.num_workers=", "data.dataloader_num_workers=", "actor_rollout_ref.actor.fsdp_config.",
-    "actor_rollout_ref.actor.ulysses_sequence_parallel_size=", "actor_rollout_ref.model.use_remove_padding=",
-    "actor_rollout_ref.model.enable_gradient_checkpointing=", "+actor_rollout_ref.model.override_config.",
-    "actor_rollout_ref.rollout.name=", "actor_rollout_ref.rollout.dtype=", "actor_rollout_ref.rollout.seed=",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size=", "actor_rollout_ref.rollout.top_k=",
-    "actor_rollout_ref.rollout.val_kwargs.", "data.train_batch_size=", "data.max_prompt_length=",
-    "data.max_response_length=", "actor_rollout_ref.actor.ppo_mini_batch_size=",
-    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=",
-    "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=", "actor_rollout_ref.rollout.n=", "trainer.n_gpus_per_node=",
-    "+pearl.agent.max_tutor_turns=", "+pearl.agent.max_tokens_per_turn=", "actor_rollout_ref.actor.optim.lr=",
-    "+pearl.student.", "+reward.reward_kwargs.", "actor_rollout_ref.model.path=", "data.train_files=", "data.val_files=",
-    "data.seed=", "actor_rollout_ref.actor.data_loader_seed=", "trainer.experiment_name=", "trainer.logger=",
-    "trainer.default_local_dir=", "trainer.rollout_data_dir=", "trainer.save_freq=", "trainer.test_freq=",
-    "trainer.total_training_steps=", "trainer.val_before_train=", "actor_rollout_ref.actor.checkpoint.save_contents=",
+# What may differ between two PEARL runs' composed configs (dotted paths, prefixes): where a run goes (device, engine,
+# Ray slots, workers, precision), its rollout backend, its sizes and seeds, its learning rate and sampling, its
+# endpoints (offline stand-ins or served), and where its files go. The method (GSPO's loss and clip, the pearl
+# estimator, the agent loop, the judge reward, the trainer mode) is not here: it must be the same everywhere.
+RUN_KEYS = (
+    # device and engine
+    "trainer.device", "trainer.n_gpus_per_node", "ray_kwargs.", "transfer_queue.", "actor_rollout_ref.rollout.agent.num_workers",
+    "reward.num_workers", "data.dataloader_num_workers", "actor_rollout_ref.actor.fsdp_config.",
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size", "actor_rollout_ref.model.use_remove_padding",
+    "actor_rollout_ref.model.enable_gradient_checkpointing", "actor_rollout_ref.model.override_config.",
+    "actor_rollout_ref.actor.use_dynamic_bsz", "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz",
+    "actor_rollout_ref.ref.log_prob_use_dynamic_bsz", "critic.use_dynamic_bsz",
+    # rollout backend
+    "actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.dtype", "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    "actor_rollout_ref.rollout.gpu_memory_utilization", "actor_rollout_ref.rollout.top_k", "actor_rollout_ref.rollout.val_kwargs.",
+    # sizes, seeds, learning rate, sampling temperature
+    "data.train_batch_size", "data.max_prompt_length", "data.max_response_length", "data.seed",
+    "actor_rollout_ref.actor.ppo_mini_batch_size", "critic.ppo_mini_batch_size", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+    "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
+    "actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.prompt_length", "actor_rollout_ref.rollout.response_length",
+    "actor_rollout_ref.rollout.seed", "actor_rollout_ref.actor.data_loader_seed", "actor_rollout_ref.actor.optim.lr",
+    "actor_rollout_ref.rollout.temperature", "pearl.agent.max_tutor_turns", "pearl.agent.max_tokens_per_turn",
+    # endpoints
+    "pearl.student.", "reward.reward_kwargs.",
+    # the model, the data and the run's files, steps and logging
+    "actor_rollout_ref.model.path", "data.train_files", "data.val_files", "trainer.experiment_name",
+    "actor_rollout_ref.rollout.trace.experiment_name", "trainer.logger", "trainer.default_local_dir",
+    "trainer.rollout_data_dir", "trainer.save_freq", "trainer.test_freq", "trainer.total_training_steps",
+    "trainer.total_epochs", "trainer.val_before_train", "trainer.resume_mode", "trainer.resume_from_path",
+    "actor_rollout_ref.actor.checkpoint.save_contents",
 )
+METHOD = {
+    "actor_rollout_ref.actor.policy_loss.loss_mode": "gspo", "actor_rollout_ref.actor.loss_agg_mode": "seq-mean-token-mean",
+    "actor_rollout_ref.actor.clip_ratio_low": 3e-4, "actor_rollout_ref.actor.clip_ratio_high": 4e-4,
+    "actor_rollout_ref.actor.use_kl_loss": False, "algorithm.adv_estimator": "pearl", "algorithm.use_kl_in_reward": False,
+    "pearl.advantage.gamma": 0.98, "actor_rollout_ref.rollout.agent.default_agent_loop": "pearl_tutor",
+    "reward.reward_manager.name": "pearl_judge", "trainer.v1.trainer_mode": "pearl_sync", "data.return_raw_chat": True,
+}
+"""Settings of the method every PEARL run has (a sample of config/parts/*.yaml and the estimator's gamma)."""
 
 
-def test_cpu_recipe_is_the_fsdp2_recipe_outside_device_engine_rollout_and_sizes(tmp_path):
-    def shared(recipe: str) -> set[str]:
-        return {o for o in recipe_overrides(RECIPES / recipe, tmp_path) if not o.startswith(CPU_RECIPE_KEYS)}
+def flat(config) -> dict:
+    """A composed config as ``dotted.path -> value`` (interpolations unresolved: a derived key differs only where its
+    source does)."""
+    def walk(node, prefix):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield from walk(value, f"{prefix}{key}.")
+        else:
+            yield prefix[:-1], node
+    return dict(walk(OmegaConf.to_container(config, resolve=False), ""))
 
-    cpu, fsdp = shared("run_cpu_pearl_gspo.sh"), shared("run_qwen3_30b_a3b_pearl_gspo_fsdp.sh")
-    assert cpu == fsdp
-    for key in ("actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "algorithm.adv_estimator=pearl",
-                "trainer.v1.trainer_mode=pearl_sync", "reward.reward_manager.name=pearl_judge",
-                "actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor", "actor_rollout_ref.actor.strategy=fsdp2"):
-        assert key in cpu  # the shared block is the method, not an empty set
+
+def differences(a, b) -> dict:
+    fa, fb = flat(a), flat(b)
+    return {key: (fa.get(key, "<unset>"), fb.get(key, "<unset>")) for key in fa.keys() | fb.keys()
+            if fa.get(key, "<unset>") != fb.get(key, "<unset>")}
 
 
-def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(verl_config, tmp_path):
+def test_the_cpu_recipe_runs_the_cluster_recipes_method(tmp_path):
+    cpu = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
+    fsdp = recipe_config(RECIPES / "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh", tmp_path)
+    assert {key: value for key, value in differences(cpu, fsdp).items() if not key.startswith(RUN_KEYS)} == {}
+    assert all(flat(cpu)[key] == flat(fsdp)[key] == value for key, value in METHOD.items())
+
+
+def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_and_sizes(tmp_path):
+    """What `pearl-verl train-local` shows learning is what the CPU recipe, and so a cluster, runs."""
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.runtime import compose_verl_config
+    from pearl_verl.train_local.train import algorithm_overrides
+    from pearl_verl.train_local.verl_run import rl_overrides
+
+    ours = [*algorithm_overrides(LocalTrainConfig()),
+            *rl_overrides(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=20, save_freq=10,
+                          start="disable", judge="offline", rollout_dtype="float32")]
+    train_local = compose_verl_config(ours)
+    cpu = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
+    assert {key: value for key, value in differences(train_local, cpu).items() if not key.startswith(RUN_KEYS)} == {}
+    assert all(flat(train_local)[key] == value for key, value in METHOD.items())
+    # a method setting changed on train-local's command line is a difference the check sees
+    changed = compose_verl_config([*ours, "actor_rollout_ref.actor.clip_ratio_high=0.2"])
+    assert differences(changed, cpu).keys() - {k for k in differences(changed, cpu) if k.startswith(RUN_KEYS)} == {
+        "actor_rollout_ref.actor.clip_ratio_high"}
+
+
+def test_the_method_is_written_once_in_the_pearl_configs(tmp_path):
+    """No recipe and no train-local override sets a key of config/parts/adv_gspo.yaml or method.yaml: they are read
+    from there, by every run."""
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.train import algorithm_overrides
+    from pearl_verl.train_local.verl_run import rl_overrides
+
+    parts = Path(config_module.__file__).parent / "parts"
+    method = {key for name in ("adv_gspo.yaml", "method.yaml") for key in flat(OmegaConf.load(parts / name))}
+    assert set(METHOD) - {"pearl.advantage.gamma"} <= method
+    train_local = [*algorithm_overrides(LocalTrainConfig()),
+                   *rl_overrides(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=2, save_freq=1,
+                                 start="disable", judge="offline", rollout_dtype="float32", rollout="vllm")]
+    runs = {"train-local": train_local, **{recipe: recipe_overrides(RECIPES / recipe, tmp_path) for recipe in (
+        "run_cpu_pearl_gspo.sh", "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh", "run_qwen3_30b_a3b_pearl_gspo_megatron.sh",
+        "run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh", "smoke_1gpu.sh")}}
+    knobs = {"actor_rollout_ref.rollout.temperature"}  # train-local's --temperature (default: the config's 1.0)
+    for run, overrides in runs.items():
+        keys = {o.split("=", 1)[0].lstrip("+") for o in overrides}
+        assert keys & method - knobs == set(), run
+
+
+def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(tmp_path):
     overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
     assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
-    cfg = verl_config(overrides)
+    cfg = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
     assert cfg.actor_rollout_ref.rollout.name == "hf" and cfg.trainer.device == "cpu"
     prepare(cfg)  # (in this process verl's platform is not the CPU one, so prepare sets the device to its own)
     assert cfg.ray_kwargs.ray_init.num_gpus == cfg.trainer.n_gpus_per_node == 1  # logical GPUs for Ray's placement
@@ -201,14 +292,14 @@ def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(verl_config, tmp_p
     assert f"actor_rollout_ref.model.path={tmp_path / 'model'}" in served  # MODEL_PATH wins over TUTOR's default
 
 
-def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(verl_config, tmp_path):
+def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(tmp_path):
     """ROLLOUT_NAME=vllm: verl's own rollout with vLLM's CPU settings, the same ones as train-local --rollout vllm."""
     from pearl_verl.train_local.verl_run import VLLM_CPU_OVERRIDES
 
     overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, ROLLOUT_NAME="vllm", WEIGHT_BUCKET_MB="1")
     assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
     assert set(VLLM_CPU_OVERRIDES) <= set(overrides)
-    cfg = verl_config(overrides)
+    cfg = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, ROLLOUT_NAME="vllm", WEIGHT_BUCKET_MB="1")
     rollout = cfg.actor_rollout_ref.rollout
     assert rollout.name == "vllm" and rollout.enforce_eager and not rollout.free_cache_engine
     assert rollout.enable_sleep_mode is False and rollout.checkpoint_engine.update_weights_bucket_megabytes == 1

@@ -52,7 +52,7 @@ TRAIN = textwrap.dedent(
     from hydra import compose, initialize_config_dir
     from pearl_verl.train_local.runtime import policy_state_dict, setup_process
 
-    setup_process(prefer_gpu=False)  # host-CPU verl platform + 1-rank gloo group
+    setup_process()  # host-CPU verl platform + 1-rank gloo group
     from verl.trainer.sft_trainer import SFTTrainer
     from verl.utils import tensordict_utils as tu
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # The paper's GSPO on verl (vLLM rollout unless ROLLOUT_NAME says otherwise), shared by every RL recipe (sourced, not run).
 #
+# The method's settings (GSPO's loss and clip, the pearl estimator, no KL) are not here: they are written once in
+# pearl_verl/verl_plugin/config/ (Hydra YAML on verl's ppo_trainer), which every PEARL run starts from, train-local
+# too. CONFIG names that file: pearl_adv_gspo here; lib/pearl_rl.sh and the CPU recipe name theirs. What this file
+# sets is what differs between runs: sizes, learning rate, engine, rollout, logging.
+#
 # Each setting is an environment variable. A recipe sets its own defaults before sourcing this file
 # (`: "${TRAIN_BATCH_SIZE:=64}"`), so the user's environment wins, then the recipe, then this file.
-# Leaves arrays for the recipe's command: DATA, ALGORITHM, MODEL, GSPO_ACTOR, FSDP2_ACTOR, ROLLOUT, TRAINER.
+# Leaves arrays for the recipe's command: CONFIG (first), DATA, ALGORITHM, MODEL, GPU, GSPO_ACTOR, FSDP2_ACTOR,
+# ROLLOUT, TRAINER.
 
 # ---- user-adjustable ----
 : "${NNODES:=1}"
@@ -29,38 +35,36 @@
 : "${VAL_FILES:?the recipe sets VAL_FILES (a Hydra list) before sourcing lib/gspo.sh}"
 # ---- end user-adjustable ----
 
+: "${CONFIG_NAME:=pearl_adv_gspo}"
+CONFIG=(--config-path=pkg://pearl_verl.verl_plugin.config --config-name=${CONFIG_NAME})
+
 DATA=(
     data.train_files="$TRAIN_FILES"
     data.val_files="$VAL_FILES"
     data.train_batch_size=${TRAIN_BATCH_SIZE}
     data.max_prompt_length=${MAX_PROMPT_LENGTH}
     data.max_response_length=${MAX_RESPONSE_LENGTH}
-    data.filter_overlong_prompts=True
-    data.truncation=error
 )
 
 ALGORITHM=(
-    algorithm.adv_estimator=pearl
-    algorithm.use_kl_in_reward=False
     +pearl.advantage.gamma=${PEARL_GAMMA}
 )
 
 MODEL=(
     actor_rollout_ref.model.path="$MODEL_PATH"
-    actor_rollout_ref.model.use_remove_padding=${USE_REMOVE_PADDING:-True}
-    actor_rollout_ref.model.enable_gradient_checkpointing=${GRADIENT_CHECKPOINTING:-True}
 )
 
-# The paper's GSPO: sequence-level ratio, clip 3e-4/4e-4, no KL, lr 1e-6 (the engine's settings are the recipe's).
+# On GPUs: sequence packing (flash-attn's varlen kernels), activation checkpointing, vLLM's tensor parallelism and
+# memory share. A run on a host CPU takes config/parts/cpu.yaml's instead and leaves this array out.
+GPU=(
+    actor_rollout_ref.model.use_remove_padding=${USE_REMOVE_PADDING:-True}
+    actor_rollout_ref.model.enable_gradient_checkpointing=${GRADIENT_CHECKPOINTING:-True}
+    actor_rollout_ref.rollout.tensor_model_parallel_size=${ROLLOUT_TP}
+    actor_rollout_ref.rollout.gpu_memory_utilization=${ROLLOUT_GPU_MEM_UTIL}
+)
+
+# The paper's GSPO (its loss, clip and no KL: config/parts/adv_gspo.yaml) at this run's lr and batch sizes.
 GSPO_ACTOR=(
-    actor_rollout_ref.actor.policy_loss.loss_mode=gspo
-    # verl 0.9.1 defaults to token-mean; GSPO's sequence-level objective needs this explicitly.
-    actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean
-    actor_rollout_ref.actor.clip_ratio_low=3e-4
-    actor_rollout_ref.actor.clip_ratio_high=4e-4
-    actor_rollout_ref.actor.clip_ratio_c=10.0
-    actor_rollout_ref.actor.use_kl_loss=False
-    actor_rollout_ref.actor.entropy_coeff=0
     actor_rollout_ref.actor.optim.lr=${ACTOR_LR}
     actor_rollout_ref.actor.ppo_mini_batch_size=${PPO_MINI_BATCH_SIZE}
     actor_rollout_ref.actor.use_dynamic_bsz=True
@@ -77,10 +81,6 @@ FSDP2_ACTOR=(
 ROLLOUT=(
     actor_rollout_ref.rollout.name=${ROLLOUT_NAME}
     actor_rollout_ref.rollout.n=${ROLLOUT_N}
-    actor_rollout_ref.rollout.temperature=1.0
-    actor_rollout_ref.rollout.top_p=1.0
-    actor_rollout_ref.rollout.tensor_model_parallel_size=${ROLLOUT_TP}
-    actor_rollout_ref.rollout.gpu_memory_utilization=${ROLLOUT_GPU_MEM_UTIL}
     actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=True
     actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=${PPO_MAX_TOKEN_LEN_PER_GPU}
     actor_rollout_ref.ref.log_prob_use_dynamic_bsz=True

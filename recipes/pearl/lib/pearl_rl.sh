@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The PEARL RL settings (paper §3.3) shared by the FSDP2 and Megatron recipes (sourced, not run): the
 # pearl_tutor agent loop with the served student, the pearl_judge reward with the served judge, the PEARL
-# estimator in pearl_sync mode, on top of lib/gspo.sh. A recipe sets EXPERIMENT_NAME and its engine's
-# settings; the user's environment overrides any default below.
+# estimator in pearl_sync mode (pearl_verl/verl_plugin/config/pearl_gspo.yaml), on top of lib/gspo.sh. A recipe
+# sets EXPERIMENT_NAME and its engine's settings; the user's environment overrides any default below.
 #
 # Adds to lib/gspo.sh's arrays, and leaves AGENT and REWARD for the recipe's command.
 
@@ -27,21 +27,19 @@
 
 TRAIN_FILES="['$DATA_DIR/train.parquet']"
 VAL_FILES="['$DATA_DIR/val.parquet']"
+CONFIG_NAME=pearl_gspo                  # + the agent loop, the judge reward, pearl_sync (config/parts/method.yaml)
 source "$(dirname "${BASH_SOURCE[0]}")/gspo.sh"
 
 require_endpoint student "$STUDENT_BASE_URL"
 require_endpoint judge "$JUDGE_BASE_URL"
 require_judge_calibration "$JUDGE_BASE_URL" "$JUDGE_MODEL" "$STRUCTURED_OUTPUT"
 
-DATA+=(data.return_raw_chat=True)
-ALGORITHM+=(trainer.v1.trainer_mode=pearl_sync)
 ROLLOUT+=(
     actor_rollout_ref.rollout.top_k=50
     actor_rollout_ref.rollout.val_kwargs.n=1
 )
 
 AGENT=(
-    actor_rollout_ref.rollout.agent.default_agent_loop=pearl_tutor
     +pearl.agent.max_tutor_turns=15
     +pearl.agent.max_tokens_per_turn=${MAX_TOKENS_PER_TURN}
     +pearl.student.backend=llm
@@ -51,8 +49,6 @@ AGENT=(
 )
 
 REWARD=(
-    reward.reward_manager.name=pearl_judge
-    reward.reward_model.enable=False
     +reward.reward_kwargs.backend=llm
     +reward.reward_kwargs.base_url=${JUDGE_BASE_URL}
     +reward.reward_kwargs.model=${JUDGE_MODEL}

@@ -1,0 +1,39 @@
+"""PEARL's verl settings, written once as Hydra configs on top of verl's own ``ppo_trainer``.
+
+Every PEARL run reads them: the cluster recipes, the CPU recipe and ``pearl-verl train-local``
+pass ``--config-path=pkg://pearl_verl.verl_plugin.config --config-name=NAME`` to main_ppo, and the
+tests compose the same files. What a run sets on its command line is what differs between runs:
+sizes, learning rate, engine, endpoints, paths.
+
+- ``pearl_adv_gspo``: the paper's GSPO with the PEARL estimator; all that the estimator-only
+  recipe adds to a single-reward verl setup.
+- ``pearl_gspo``: the method (paper §3.3): the above, with the ``pearl_tutor`` agent loop, the
+  ``pearl_judge`` reward and the ``pearl_sync`` trainer mode.
+- ``pearl_gspo_cpu``: the method on a host CPU (verl's platform ``cpu``): engine precision,
+  attention and the few workers a 2-core machine has room for.
+
+YAML rather than Python or bash: it is how verl ships its own settings and recipes, a user reads it
+without running anything, and ``--cfg job`` shows where each value comes from.
+"""
+
+CONFIG_MODULE = "pearl_verl.verl_plugin.config"
+PEARL_ADV_GSPO = "pearl_adv_gspo"
+PEARL_GSPO = "pearl_gspo"
+PEARL_GSPO_CPU = "pearl_gspo_cpu"
+CONFIG_NAMES = (PEARL_ADV_GSPO, PEARL_GSPO, PEARL_GSPO_CPU)
+
+
+def config_flags(name: str) -> list[str]:
+    """The Hydra command-line flags that make a main_ppo (ours or verl's) start from config ``name``."""
+    if name not in CONFIG_NAMES:
+        raise ValueError(f"unknown PEARL config {name!r}; one of {', '.join(CONFIG_NAMES)}")
+    return [f"--config-path=pkg://{CONFIG_MODULE}", f"--config-name={name}"]
+
+
+def compose_config(name: str, overrides: list[str]):
+    """The config main_ppo runs with ``config_flags(name) + overrides`` (Hydra's compose, no run)."""
+    from hydra import compose, initialize_config_module
+
+    config_flags(name)  # the name check
+    with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):
+        return compose(config_name=name, overrides=list(overrides))
