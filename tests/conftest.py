@@ -1,13 +1,94 @@
-"""Shared test settings: every test runs offline (no model or dataset hub is reachable)."""
+"""Shared test settings and factories: every test runs offline (no model or dataset hub is reachable); one way
+to build an episode (``build_episode``, the ``make_episode`` fixture) and an MRBench row (``make_mrbench_row``,
+``write_mrbench``) for every test, and one way to find a test's processes (``processes_with``)."""
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dims import DIMENSIONS
+from pearl_verl.judge.rubric import RUBRIC
+from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+PROBLEM = Problem(
+    "gsm8k-x",
+    "Tom has 3 boxes of 4 apples and eats 2. How many are left?",
+    "Tom has 3 * 4 = 12 apples.\nAfter eating 2 he has 12 - 2 = 10 apples.",
+    "10",
+    "gsm8k",
+)
+
+
+def build_episode(texts, end_reason="tutor_ended", problem=PROBLEM, trace=None, condition=None):
+    """An episode from alternating texts (student first); the trace defaults to one state per student turn."""
+    turns = tuple(DialogueTurn("student" if i % 2 == 0 else "tutor", t) for i, t in enumerate(texts))
+    if trace is None:
+        n_student = sum(t.role == "student" for t in turns)
+        trace = tuple(StudentTurnState(i, ("answer",), "none", {"mult": 0.5}) for i in range(n_student))
+    return EpisodeRecord(
+        problem, condition or StudentCondition(CognitiveProfile(1, 2, 3, 2, 1)), turns, trace, end_reason
+    )
+
+
+@pytest.fixture
+def episode():
+    return build_episode(
+        ["Can you help me?", "What is 3 times 4?", "12", "Good. And after eating 2?", "10", "Well done!"]
+    )
+
+
+@pytest.fixture
+def make_episode():
+    return build_episode
+
+
+MATHDIAL_HISTORY = (
+    "Tutor: Hi, could you please provide a step-by-step solution for the question below? The question is: "
+    f"{PROBLEM.question}\xa0\n\xa0Student: 3 + 4 = 7 apples and 7 - 2 = 5.\xa0\n\xa05"
+)
+"""An MRBench MathDial-style history: the question in the opening tutor turn, a student's wrong answer last."""
+MATHDIAL_SOLUTION = PROBLEM.reference_solution + "\n 10"
+"""An MRBench MathDial-style worked solution: the final answer alone on the last line."""
+
+
+def mrbench_row(responses, split="test", conversation_id="c1", history=MATHDIAL_HISTORY,
+                solution=MATHDIAL_SOLUTION, topic="Not Available", data="MathDial"):
+    """One MRBench row; ``responses`` is ``{tutor: (text, {dimension: label})}`` (only the labels given)."""
+    return {
+        "conversation_id": conversation_id,
+        "conversation_history": history,
+        "Data": data,
+        "Split": split,
+        "Topic": topic,
+        "Ground_Truth_Solution": solution,
+        "anno_llm_responses": {tutor: {"response": text, "annotation": labels}
+                               for tutor, (text, labels) in responses.items()},
+    }
+
+
+@pytest.fixture
+def make_mrbench_row():
+    return mrbench_row
+
+
+@pytest.fixture
+def write_mrbench(tmp_path):
+    """Writes rows as an MRBench JSON file in tmp_path and returns its path."""
+
+    def write(rows, name="mrbench.json"):
+        path = tmp_path / name
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        return path
+
+    return write
 
 
 def _live(entry: Path) -> bool:
@@ -39,3 +120,44 @@ def find_processes(*, name: str | None = None, env: str | None = None) -> list[s
 def processes_with_fixture():
     """:func:`find_processes`, for tests (conftest modules are not importable under importlib mode)."""
     return find_processes
+
+
+RANKING_JUDGE_LOW = {"The answer is": ("leak", "guide"), "No, that is wrong": ("emotion",), "Continue.": ("guide",)}
+"""What the ranking fake judge reads in a dialogue, and the dimensions it then scores lowest: enough to rank the
+calibration pairs as a real judge would (pearl_verl.judge.calibration)."""
+
+
+def ranking_judge_reply(request):
+    """A served judge's reply (for :class:`~pearl_verl.llm.local_server.LocalChatServer`): every criterion at its top
+    score except the dimensions ``RANKING_JUDGE_LOW`` names for a phrase in the dialogue; "OK" to a request
+    without a rubric (a sampling-field check)."""
+    if "rubric" not in request["messages"][0]["content"].lower():
+        return "OK"
+    dialogue = request["messages"][-1]["content"]
+    low = {d for text, dims in RANKING_JUDGE_LOW.items() if text in dialogue for d in dims}
+    return json.dumps({d: {c.key: {"score": c.scores[0] if d in low else c.high, "rationale": f"turn 3 shows {c.key}"}
+                           for c in RUBRIC.for_dimension(d)} for d in DIMENSIONS})
+
+
+@pytest.fixture
+def ranking_judge():
+    """:func:`ranking_judge_reply`."""
+    return ranking_judge_reply
+
+
+@pytest.fixture
+def ranking_judge_teachers(write_mrbench):
+    """Writes an MRBench file of one test conversation whose labels the ranking fake judge agrees with on
+    Revealing_of_the_Answer and Tutor_Tone (``agree=False``: Revealing labelled the other way round)."""
+
+    def write(agree=True):
+        told, asked = ("Yes (and the answer is correct)", "No") if agree else ("No", "Yes (and the answer is correct)")
+        responses = {
+            "told": ("The answer is 10.", {"Revealing_of_the_Answer": told}),
+            "asked": ("How many apples are in 3 boxes?", {"Revealing_of_the_Answer": asked, "Tutor_Tone": "Encouraging"}),
+            "rude": ("No, that is wrong. How many apples are there?",
+                     {"Revealing_of_the_Answer": asked, "Tutor_Tone": "Offensive"}),
+        }
+        return write_mrbench([mrbench_row(responses, split="test")], name=f"teachers-{agree}.json")
+
+    return write

@@ -6,7 +6,9 @@
 - GPUs: visible, as many as the recipe's ``trainer.n_gpus_per_node``, each with the memory the
   capacity plan says the actor update and the rollout need;
 - student and judge endpoints: they answer, serve the named model, accept the sampling fields we
-  send (``top_k``, ``seed``, ``n``), and the judge returns a parseable judgement of a canned dialogue;
+  send (``top_k``, ``seed``, ``n``), and the judge returns a parseable judgement of a canned dialogue, ranks
+  the shipped contrast pairs and agrees with MRBench's teachers (the recipes' judge gate; the last takes
+  minutes, not seconds);
 - data: the train/val parquet files have verl's ``prompt`` column and an ``extra_info.pearl`` that
   every row's agent loop can parse.
 """
@@ -125,19 +127,21 @@ def gpu_check(expected: int, bytes_needed: float) -> Check:
 
 
 def endpoint_checks(role: str, base_url: str | None, model: str | None, api_key_env: str | None,
-                    samples: int = 1) -> list[Check]:
-    """The endpoint answers and serves ``model``; it takes ``top_k``, ``seed`` and ``n``; a judge judges."""
+                    samples: int = 1, human_file: Path | None = None) -> list[Check]:
+    """The endpoint answers and serves ``model``; it takes ``top_k``, ``seed`` and ``n``; a judge judges, ranks the
+    contrast pairs and agrees with teachers (``human_file``: MRBench's labels, the shipped file by default)."""
     name = f"{role} endpoint"
     if not base_url or not model:
         return [Check(name, False, "no base URL or model given",
                       f"pass --{role}-base-url and --{role}-model, or a recipe that sets them")]
     try:
-        return asyncio.run(_endpoint_checks(role, base_url, model, api_key_env, samples))
+        return asyncio.run(_endpoint_checks(role, base_url, model, api_key_env, samples, human_file))
     except InputError as exc:  # a bad URL or an unset key variable: this check's line, not the doctor's end
         return [Check(name, False, str(exc), f"fix the {role} endpoint's settings")]
 
 
-async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: str | None, samples: int) -> list[Check]:
+async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: str | None, samples: int,
+                           human_file: Path | None) -> list[Check]:
     from pearl_verl.llm.client import OpenAIChatClient
     from pearl_verl.llm.types import EndpointConfig, LLMCallError, SamplingConfig
 
@@ -166,6 +170,7 @@ async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: st
         checks.append(await _judge_check(base_url, model, api_key_env))
         if checks[-1].ok:
             checks.append(await _calibration_check(base_url, model, api_key_env))
+            checks.append(await _human_check(base_url, model, api_key_env, human_file))
     return checks
 
 
@@ -256,6 +261,36 @@ async def _calibration_check(base_url: str, model: str, api_key_env: str | None)
     return Check("judge calibration", False, f"{detail}: {report.verdict()}",
                  f"the recipes stop here too (JUDGE_CHECK=0 skips it; JUDGE_MIN_AGREEMENT, default {MIN_AGREEMENT}, "
                  "sets the floor); pearl-verl judge-check shows each dimension")
+
+
+HUMAN_CHECK_CONVERSATIONS = 40
+"""MRBench test conversations the doctor judges, as the recipes' gate does by default (``JUDGE_HUMAN_LIMIT``): about
+330 one-turn judgements, a few minutes for a served 32B judge rather than the quarter hour of all 159."""
+
+
+async def _human_check(base_url: str, model: str, api_key_env: str | None, human_file: Path | None) -> Check:
+    """MRBench's teachers' labels, as the recipes' gate judges them (``pearl-verl judge-check --human``)."""
+    from pearl_verl.data.mrbench import mrbench_file
+    from pearl_verl.judge.calibration import MIN_PARSE_RATE
+    from pearl_verl.judge.config import JudgeConfig
+    from pearl_verl.judge.human_agreement import HUMAN_MIN_AGREEMENT, MEASURED_SPLITS
+    from pearl_verl.judge.human_check import check_human, choose_conversations
+    from pearl_verl.judge.one_turn import build_one_turn_judge
+
+    path = human_file or mrbench_file()
+    measured, _, notes = choose_conversations(path, MEASURED_SPLITS, HUMAN_CHECK_CONVERSATIONS)
+    judge = build_one_turn_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=300))
+    # agreement only: the thresholds of the macro-F1 (judged on train+val) are judge-check --human's
+    report = await check_human(judge, path, MEASURED_SPLITS, concurrency=8, chosen=(measured, [], notes))
+    shares = ", ".join(f"{d} {r.count.estimate.mean:.0%}" for d, r in report.results.items()
+                       if r.count.estimate is not None)
+    detail = (f"orders MRBench's pairs as its teachers do on {len(measured)} conversations ({shares or 'none'}), "
+              f"parses {report.parse_rate().mean:.0%}")
+    if report.passes(HUMAN_MIN_AGREEMENT, MIN_PARSE_RATE):
+        return Check("judge vs teachers", True, detail)
+    return Check("judge vs teachers", False, f"{detail}: {report.verdict(HUMAN_MIN_AGREEMENT, MIN_PARSE_RATE)}",
+                 f"the recipes stop here too (JUDGE_HUMAN_CHECK=0 skips it; JUDGE_HUMAN_MIN_AGREEMENT, default "
+                 f"{HUMAN_MIN_AGREEMENT}, sets the floor); pearl-verl judge-check --human shows each dimension")
 
 
 def canned_dialogue():

@@ -16,21 +16,6 @@ from pearl_verl.verl_plugin.cluster_checks import data_check, endpoint_checks, v
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh"
 
 
-LOW = {"The answer is": ("leak", "guide"), "No, that is wrong": ("emotion",), "Continue.": ("guide",)}
-"""What this fake judge reads in a dialogue, and the dimensions it then scores lowest: enough to rank the
-calibration pairs as a real judge would (pearl_verl.judge.calibration)."""
-
-
-def _reply(request):
-    system = request["messages"][0]["content"]
-    if "rubric" not in system.lower():
-        return "OK"
-    dialogue = request["messages"][-1]["content"]
-    low = {d for text, dims in LOW.items() if text in dialogue for d in dims}
-    return json.dumps({d: {c.key: {"score": c.scores[0] if d in low else c.high, "rationale": f"turn 3 shows {c.key}"}
-                           for c in RUBRIC.for_dimension(d)} for d in DIMENSIONS})
-
-
 def test_pins_come_from_verls_metadata_and_a_local_build_label_matches(monkeypatch):
     pins = verl_pins()
     assert pins["vllm"] == "0.24.0" and pins["flash-attn"] == "2.8.3" and pins["torch"] == "2.11.0"  # verl 0.9.1
@@ -49,14 +34,30 @@ def test_this_cpu_machine_fails_with_the_pip_line(monkeypatch):
     assert not torch.ok and "tested 2.11.0" in torch.detail and "torch==2.11.0" in torch.fix
 
 
-def test_a_vllm_like_endpoint_passes_every_check():
-    with LocalChatServer(_reply, model="pearl-judge") as server:
-        checks = endpoint_checks("judge", server.base_url, "pearl-judge", None, samples=3)
+def test_a_vllm_like_endpoint_passes_every_check(ranking_judge, ranking_judge_teachers):
+    teachers = ranking_judge_teachers(agree=True)
+    with LocalChatServer(ranking_judge, model="pearl-judge") as server:
+        checks = endpoint_checks("judge", server.base_url, "pearl-judge", None, samples=3, human_file=teachers)
         sent = server.requests[0]
     assert [c.name for c in checks] == ["judge endpoint", "judge sampling fields", "judge structured output",
-                                        "judge judgement", "judge calibration"]
+                                        "judge judgement", "judge calibration", "judge vs teachers"]
     assert all(c.ok for c in checks), [c.detail for c in checks]
     assert sent["top_k"] == 20 and sent["seed"] == 0 and sent["n"] == 3  # what the check asked the server to take
+    assert checks[-1].detail == ("orders MRBench's pairs as its teachers do on 1 conversations "
+                                 "(Revealing_of_the_Answer 100%, Tutor_Tone 100%), parses 100%")
+
+
+def test_a_judge_that_disagrees_with_the_teachers_fails_with_the_recipes_gate_named(ranking_judge,
+                                                                                   ranking_judge_teachers):
+    teachers = ranking_judge_teachers(agree=False)
+    with LocalChatServer(ranking_judge, model="pearl-judge") as server:
+        checks = {c.name: c for c in endpoint_checks("judge", server.base_url, "pearl-judge", None,
+                                                     human_file=teachers)}
+    assert checks["judge calibration"].ok  # it ranks our pairs; the teachers label these the other way round
+    human = checks["judge vs teachers"]
+    assert not human.ok and "Revealing_of_the_Answer 0%" in human.detail
+    assert "it orders under 50% of the pairs as the teachers do on Revealing_of_the_Answer" in human.detail
+    assert "the recipes stop here too (JUDGE_HUMAN_CHECK=0 skips it" in human.fix
 
 
 def test_a_judge_that_cannot_rank_the_calibration_pairs_fails_with_the_recipes_gate_named():
@@ -71,8 +72,8 @@ def test_a_judge_that_cannot_rank_the_calibration_pairs_fails_with_the_recipes_g
     assert "the recipes stop here too (JUDGE_CHECK=0 skips it" in calibration.fix
 
 
-def test_endpoint_failures_name_their_cause():
-    with LocalChatServer(_reply, model="other") as server:
+def test_endpoint_failures_name_their_cause(ranking_judge):
+    with LocalChatServer(ranking_judge, model="other") as server:
         (check,) = endpoint_checks("student", server.base_url, "pearl-student", None)
     assert not check.ok and "serves ['other'], not 'pearl-student'" in check.detail
 
@@ -112,7 +113,7 @@ def test_endpoint_failures_name_their_cause():
         checks = endpoint_checks("judge", server.base_url, "j", None)
     assert checks[1].ok and checks[2].ok and not checks[3].ok and "unparseable or failed" in checks[3].detail
 
-    with LocalChatServer(_reply, model="j") as server:  # a key variable that is not set: a failed line, no crash
+    with LocalChatServer(ranking_judge, model="j") as server:  # a key variable that is not set: a failed line, no crash
         (unset,) = endpoint_checks("judge", server.base_url, "j", "PEARL_DOCTOR_UNSET_KEY")
     assert not unset.ok and "PEARL_DOCTOR_UNSET_KEY" in unset.detail and "not set" in unset.detail
 
@@ -138,10 +139,12 @@ def test_data_check_reads_prepared_parquet_and_names_the_bad_row(tmp_path):
     assert "no column ['extra_info']" in data_check(tmp_path / "plain.parquet").detail
 
 
-def test_doctor_cluster_reads_the_recipe_and_exits_1_on_this_cpu_machine(tmp_path, monkeypatch, capsys):
+def test_doctor_cluster_reads_the_recipe_and_exits_1_on_this_cpu_machine(tmp_path, monkeypatch, capsys,
+                                                                          ranking_judge):
     monkeypatch.setenv("DATA_DIR", str(_prepared(tmp_path / "p")))
     capsys.readouterr()
-    student, judge = LocalChatServer(_reply, model="pearl-student"), LocalChatServer(_reply, model="pearl-judge")
+    student = LocalChatServer(ranking_judge, model="pearl-student")
+    judge = LocalChatServer(ranking_judge, model="pearl-judge")
     with student, judge:
         code = cli.main(["doctor", "--cluster", "--recipe", str(RECIPE), "--json",
                          "--student-base-url", student.base_url, "--judge-base-url", judge.base_url])

@@ -122,3 +122,21 @@ def test_a_served_judge_that_cannot_rank_the_calibration_pairs_stops_the_rl_reci
     assert f"error: the judge at {server.base_url} cannot rank the calibration pairs (above)" in proc.stderr
     assert "JUDGE_CHECK=0" in proc.stderr
     assert judged >= 24 and not out.exists()  # the 12 pairs judged; no model, data or run made
+
+
+def test_a_served_judge_that_disagrees_with_the_teachers_stops_the_rl_recipe_before_training(
+        tmp_path, ranking_judge, ranking_judge_teachers):
+    out = tmp_path / "run"
+    with LocalChatServer(ranking_judge, model="pearl-judge") as server:
+        proc = subprocess.run(
+            ["bash", str(RECIPES / "run_cpu_pearl_gspo.sh")], check=False, capture_output=True, text=True,
+            timeout=600,  # a hang guard: a busy machine may take minutes, never fails on time
+            env={**os.environ, "OUT_DIR": str(out), "JUDGE_BASE_URL": server.base_url, "JUDGE_MODEL": "pearl-judge",
+                 "JUDGE_HUMAN_FILE": str(ranking_judge_teachers(agree=False))},
+        )
+    assert proc.returncode == 1, proc.stderr
+    assert "the judge ranks these pairs" in proc.stdout  # the contrast pairs passed; the teachers' labels did not
+    assert ("error: the judge does not agree with the teachers: it orders under 50% of the pairs as the teachers do "
+            "on Revealing_of_the_Answer 0%.") in proc.stderr
+    assert f"error: the judge at {server.base_url} does not order tutor turns as teachers do (above)" in proc.stderr
+    assert "JUDGE_HUMAN_CHECK=0" in proc.stderr and not out.exists()  # no model, data or run made

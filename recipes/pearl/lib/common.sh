@@ -18,8 +18,10 @@ require_endpoint() {
 }
 
 # require_judge_calibration BASE_URL MODEL STRUCTURED_OUTPUT: before any GPU time goes into training, the served
-# judge scores the shipped contrast pairs (pearl-verl judge-check); a judge that cannot rank them stops the recipe.
-# JUDGE_MIN_AGREEMENT sets the floor (default 0.75, docs/judge.md); JUDGE_CHECK=0 skips the check.
+# judge scores the shipped contrast pairs (pearl-verl judge-check), then MRBench's candidate tutor turns against its
+# teachers' labels (judge-check --human: the first JUDGE_HUMAN_LIMIT=40 test conversations, or JUDGE_HUMAN_FILE);
+# a judge that fails either stops the recipe. JUDGE_MIN_AGREEMENT and JUDGE_HUMAN_MIN_AGREEMENT set the floors
+# (0.75 and 0.5, docs/judge.md); JUDGE_CHECK=0 skips both checks, JUDGE_HUMAN_CHECK=0 the second.
 require_judge_calibration() {
     local url=$1 model=$2 structured=$3
     if (( DRY_RUN )) || [[ "${JUDGE_CHECK:-1}" == 0 ]]; then return 0; fi
@@ -27,6 +29,14 @@ require_judge_calibration() {
             --min-agreement "${JUDGE_MIN_AGREEMENT:-0.75}" --no-progress; then
         echo "error: the judge at ${url} cannot rank the calibration pairs (above): its rewards would train on noise." >&2
         echo "       Serve a stronger or finetuned judge, or set JUDGE_CHECK=0 to train on it anyway." >&2
+        exit 1
+    fi
+    if [[ "${JUDGE_HUMAN_CHECK:-1}" == 0 ]]; then return 0; fi
+    if ! pearl-verl judge-check --human ${JUDGE_HUMAN_FILE:+"$JUDGE_HUMAN_FILE"} --base-url "$url" --model "$model" \
+            --structured-output "$structured" --limit "${JUDGE_HUMAN_LIMIT:-40}" \
+            --min-agreement "${JUDGE_HUMAN_MIN_AGREEMENT:-0.5}" --no-progress; then
+        echo "error: the judge at ${url} does not order tutor turns as teachers do (above): it would train away" >&2
+        echo "       from them. Serve a stronger or finetuned judge, or set JUDGE_HUMAN_CHECK=0 to train on it anyway." >&2
         exit 1
     fi
 }
