@@ -29,6 +29,14 @@ def output_file(text: str) -> Path:
     return path
 
 
+def output_page(text: str) -> Path:
+    """:func:`output_file` that must be a regular file of its own (a page read back later, not ``/dev/null``)."""
+    path = output_file(text)
+    if path.exists() and not path.is_file():
+        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} exists and is not a regular file; give a file path.")
+    return path
+
+
 def output_dir(text: str) -> Path:
     """A folder the command will write into (created when missing; an existing one is kept or resumed)."""
     path = _nonempty(text, "a folder")

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.listen import listening_socket
-from pearl_verl.out_paths import output_file
+from pearl_verl.out_paths import output_page
 from pearl_verl.ranges import PORT, POSITIVE
 from pearl_verl.view.page import MAX_DIALOGUES
 
@@ -34,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "GSPO group side by side, the same held-out problem early and late, and flags for what to read first.",
     )
     parser.add_argument("paths", nargs="+", type=Path, help="folders or JSONL files (any mix)")
-    parser.add_argument("-o", "--output", type=output_file, default=Path("view.html"), help="the page (default: view.html)")
+    parser.add_argument("-o", "--output", type=output_page, default="view.html", help="the page (default: view.html)")
     parser.add_argument("--title", help="the page's title (default: the paths)")
     parser.add_argument("--max-dialogues", type=POSITIVE.flag, default=MAX_DIALOGUES,
                         help="beyond this many, every flagged dialogue and a fixed random sample of the rest "
@@ -50,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.view.page import write_page
     from pearl_verl.view.records import read_dialogues
 
-    check_output(args.output)
     server = bind(args.port) if args.serve else None
     try:
         reading = read_dialogues(args.paths)
@@ -83,26 +81,6 @@ def warn_skipped(skipped: list[str]) -> None:
         print(f"warning: skipped {line}", file=sys.stderr)
     if len(skipped) > WARNED:
         print(f"warning: ... and {len(skipped) - WARNED} more input rows skipped", file=sys.stderr)
-
-
-def check_output(path: Path) -> None:
-    """Raises InputError naming ``-o`` for a path the page cannot be written to, before anything is read.
-
-    The page's folders are created when missing, so the nearest one that exists must be a folder
-    this user may write in: a path under a file fails here. One the system refuses all the same
-    (under /proc, even for root) fails when written, as one ``-o`` error too; neither creates anything.
-    """
-    if path.is_dir():
-        raise InputError(f"-o {path} is a directory; name the page's file (e.g. {path / 'view.html'}).")
-    if path.exists() and not path.is_file():
-        raise InputError(f"-o {path} exists and is not a regular file.")
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise InputError(f"-o {path}: {folder} is not a directory.")
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise InputError(f"-o {path}: no permission to write there.")
 
 
 def serve(server: Any, path: Path) -> None:

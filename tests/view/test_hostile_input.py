@@ -190,15 +190,13 @@ def test_an_output_that_cannot_be_written_is_one_error_naming_the_flag(tmp_path,
     output = {"a directory": run, "under a file": tmp_path / "a-file" / "deeper" / "view.html",
               "under /proc": "/proc/pearl-verl-no-such/view.html", "a device": "/dev/null"}[where]
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    if where == "a device":  # a path any command could write to; the page must be a file of its own
-        code, out, err = view(tmp_path, capsys, run, "-o", output)
-        assert (code, out, len(err)) == (2, "", 1) and err[0].startswith(f"error: -o {output}")
-    else:  # the output-path type of every command's -o, while parsing
-        with pytest.raises(SystemExit) as exited:
-            view(tmp_path, capsys, run, "-o", output)
-        errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
-        assert exited.value.code == 2 and len(errors) == 1
-        assert errors[0].startswith(f"pearl-verl view: error: argument -o/--output: {output}"), errors
+    # the output-path type of every command's -o, while parsing; a device is a path any command could write to,
+    # but the page must be a file of its own
+    with pytest.raises(SystemExit) as exited:
+        view(tmp_path, capsys, run, "-o", output)
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert exited.value.code == 2 and len(errors) == 1
+    assert errors[0].startswith(f"pearl-verl view: error: argument -o/--output: {output}"), errors
     assert sorted(p.name for p in tmp_path.rglob("*")) == before and (tmp_path / "a-file").read_text() == "keep"
 
 
