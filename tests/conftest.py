@@ -27,12 +27,25 @@ PROBLEM = Problem(
 )
 
 
-def build_episode(texts, end_reason="tutor_ended", problem=PROBLEM, trace=None, condition=None):
-    """An episode from alternating texts (student first); the trace defaults to one state per student turn."""
-    turns = tuple(DialogueTurn("student" if i % 2 == 0 else "tutor", t) for i, t in enumerate(texts))
+def build_episode(texts=None, end_reason="tutor_ended", problem=PROBLEM, trace=None, condition=None, *,
+                  turns=None, attempts=None):
+    """An episode from alternating texts (student first), or from ``turns``, (role, text) pairs or
+    DialogueTurns where the roles are explicit; the trace defaults to one state per student turn, whose
+    attempt outcomes are ``attempts`` (one per student turn; "none" each unless given)."""
+    if (texts is None) == (turns is None):
+        raise TypeError("build_episode takes texts or turns, one of them")
+    if turns is None:
+        turns = tuple(DialogueTurn("student" if i % 2 == 0 else "tutor", t) for i, t in enumerate(texts))
+    else:
+        turns = tuple(t if isinstance(t, DialogueTurn) else DialogueTurn(*t) for t in turns)
     if trace is None:
         n_student = sum(t.role == "student" for t in turns)
-        trace = tuple(StudentTurnState(i, ("answer",), "none", {"mult": 0.5}) for i in range(n_student))
+        attempts = ("none",) * n_student if attempts is None else tuple(attempts)
+        if len(attempts) != n_student:
+            raise ValueError(f"{len(attempts)} attempts for {n_student} student turns")
+        trace = tuple(StudentTurnState(i, ("answer",), a, {"mult": 0.5}) for i, a in enumerate(attempts))
+    elif attempts is not None:
+        raise TypeError("build_episode takes attempts or trace, not both")
     return EpisodeRecord(
         problem, condition or StudentCondition(CognitiveProfile(1, 2, 3, 2, 1)), turns, trace, end_reason
     )

@@ -177,22 +177,24 @@ def _write(tmp_path, content):
     return path
 
 
-def _mrbench_row(**changes):
-    row = {
-        "conversation_id": "930-b01c",
-        "conversation_history": "Tutor: What is 2+2?\u00a0\n\u00a0Student: 5",
-        "Data": "MathDial",
-        "Split": "test",
-        "Topic": "Not Available",
-        "Ground_Truth_Solution": "2 + 2 = 4\n 4",
-        "anno_llm_responses": {"Expert": {"response": "Count again.", "annotation": {"Tutor_Tone": "Neutral"}}},
-    }
-    row.update(changes)
-    return row
+@pytest.fixture
+def valid_row(make_mrbench_row):
+    """A valid MRBench row (conftest's ``mrbench_row``); ``changes`` replace or add raw fields."""
+
+    def build(**changes):
+        row = make_mrbench_row(
+            {"Expert": ("Count again.", {"Tutor_Tone": "Neutral"})},
+            conversation_id="930-b01c",
+            history="Tutor: What is 2+2?\u00a0\n\u00a0Student: 5",
+            solution="2 + 2 = 4\n 4",
+        )
+        return {**row, **changes}
+
+    return build
 
 
 def _with_response(response):
-    return [_mrbench_row(), _mrbench_row(anno_llm_responses={"GPT4": response})]
+    return lambda row: [row(), row(anno_llm_responses={"GPT4": response})]
 
 
 ROW2 = r"row 2 \(list index 1, conversation_id '930-b01c'\)"
@@ -201,18 +203,18 @@ ROW2 = r"row 2 \(list index 1, conversation_id '930-b01c'\)"
 @pytest.mark.parametrize(("content", "expected"), [
     ({"conversation_id": "x"}, r"labels\.json: holds a JSON object; expected a list of conversations"),
     ([], r"labels\.json: holds an empty list; expected at least one conversation"),
-    ([_mrbench_row(), "a string"], r"row 2 \(list index 1\): field '<row>': is a JSON string; expected an object"),
-    ([_mrbench_row(), _mrbench_row(conversation_id=None)],
+    (lambda row: [row(), "a string"], r"row 2 \(list index 1\): field '<row>': is a JSON string; expected an object"),
+    (lambda row: [row(), row(conversation_id=None)],
      r"row 2 \(list index 1\): field 'conversation_id': is missing or null; expected a non-empty string"),
-    ([_mrbench_row(), _mrbench_row(conversation_history=None)],
+    (lambda row: [row(), row(conversation_history=None)],
      ROW2 + r": field 'conversation_history': is missing or null; expected the dialogue so far"),
-    ([_mrbench_row(), _mrbench_row(conversation_history="hello\nStudent: 5")],
+    (lambda row: [row(), row(conversation_history="hello\nStudent: 5")],
      ROW2 + r": field 'conversation_history': starts with 'hello'; expected the first turn to open with 'Tutor:'"),
-    ([_mrbench_row(), {k: v for k, v in _mrbench_row().items() if k != "anno_llm_responses"}],
+    (lambda row: [row(), {k: v for k, v in row().items() if k != "anno_llm_responses"}],
      ROW2 + r": field 'anno_llm_responses/tutor_responses': the row has neither; expected exactly one"),
-    ([_mrbench_row(), _mrbench_row(tutor_responses={})],
+    (lambda row: [row(), row(tutor_responses={})],
      ROW2 + r": field 'anno_llm_responses/tutor_responses': the row has both"),
-    ([_mrbench_row(), _mrbench_row(anno_llm_responses={})],
+    (lambda row: [row(), row(anno_llm_responses={})],
      ROW2 + r": field 'anno_llm_responses': is a JSON object; expected a non-empty object of tutor name"),
     (_with_response({"annotation": {}}),
      ROW2 + r": field 'anno_llm_responses\.GPT4\.response': is missing or null; expected the tutor's response"),
@@ -231,7 +233,7 @@ ROW2 = r"row 2 \(list index 1, conversation_id '930-b01c'\)"
     (_with_response({"response": "ok", "annotation": {"Humanlikeness": "Yes"}}),
      ROW2 + r": field 'anno_llm_responses\.GPT4\.annotation\.Humanlikeness': is not a known dimension; expected one "
             r"of \['Mistake_Identification', "),
-    ([_mrbench_row(), _mrbench_row(Split=3)], ROW2 + r": field 'Split': is a JSON number; expected a string"),
+    (lambda row: [row(), row(Split=3)], ROW2 + r": field 'Split': is a JSON number; expected a string"),
     ("", r"labels\.json: is empty; expected a JSON list of conversations"),
     (" \n\t", r"labels\.json: is empty"),
     ('[\n  {"conversation_id": "a",\n   "conversation_history": oops}\n]',
@@ -242,8 +244,9 @@ ROW2 = r"row 2 \(list index 1, conversation_id '930-b01c'\)"
         "no-responses-key", "both-responses-keys", "empty-responses", "response-without-text", "blank-response",
         "response-not-object", "annotation-not-object", "unknown-label", "label-wrong-case", "unknown-dimension",
         "split-not-string", "empty-file", "blank-file", "invalid-json", "not-utf8", "nested-too-deep"])
-def test_hostile_files_and_rows_are_located_input_errors(tmp_path, content, expected):
-    path = _write(tmp_path, content)
+def test_hostile_files_and_rows_are_located_input_errors(tmp_path, valid_row, content, expected):
+    """``content``: the file's content, or a function of ``valid_row`` giving its rows."""
+    path = _write(tmp_path, content(valid_row) if callable(content) else content)
     with pytest.raises(InputError, match=expected) as error:
         read_human_labels(path)
     assert str(error.value).startswith(str(path))
@@ -255,8 +258,8 @@ def test_a_missing_path_or_a_folder_is_an_input_error(tmp_path, make):
         read_human_labels(make(tmp_path))
 
 
-def test_a_byte_order_mark_and_numeric_ids_are_accepted(tmp_path):
-    row = _mrbench_row(conversation_id=258053434)
+def test_a_byte_order_mark_and_numeric_ids_are_accepted(tmp_path, valid_row):
+    row = valid_row(conversation_id=258053434)
     path = _write(tmp_path, b"\xef\xbb\xbf" + json.dumps([row]).encode("utf-8"))
     [conversation] = read_human_labels(path)
     assert conversation.conversation_id == "258053434"

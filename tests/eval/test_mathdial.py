@@ -5,10 +5,9 @@ import math
 
 import pytest
 
-from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.eval.mathdial import Indices, curves, episode_indices, human_indices
-from pearl_verl.student.types import StudentCondition
 
 PROBLEM = Problem("p", "What is 2 + 4?", "2 + 4 = 6", "6", "mathdial")
 
@@ -57,15 +56,13 @@ def test_teacher_telling_first():
     assert [indices.telling_at(k) for k in (1, 2, 3)] == [False, True, True]
 
 
-def test_our_episodes_count_the_tutors_first_turn_as_teacher_index_one():
+def test_our_episodes_count_the_tutors_first_turn_as_teacher_index_one(make_episode):
     texts = ["I got 2 + 3 = 5.", "Check the second number.", "Oh, 2 + 4 = 6!", "Yes, it is 6."]
-    turns = tuple(DialogueTurn("student" if i % 2 == 0 else "tutor", t) for i, t in enumerate(texts))
-    episode = EpisodeRecord(PROBLEM, StudentCondition(), turns, (), "tutor_ended")
-    indices = episode_indices(episode)
+    indices = episode_indices(make_episode(texts, problem=PROBLEM))
     # student: utterance 1 (0-based) states 6; tutor turn 1 (0-based) states 6 -> teacher index 2
     assert (indices.student, indices.teacher) == (1, 2)
     assert indices.success_at(1) and not indices.telling_at(1)
-    never = episode_indices(EpisodeRecord(PROBLEM, StudentCondition(), turns[:2], (), "turn_limit"))
+    never = episode_indices(make_episode(texts[:2], "turn_limit", problem=PROBLEM))
     assert never.student == math.inf and never.teacher == math.inf and not never.telling_at(7)
 
 

@@ -156,24 +156,11 @@ def test_healthy_student_answers_drive_the_real_simulator_without_refines():
     assert planner and all(parse_planner(student_reply(b)) for b in planner)
 
 
-def test_the_judge_reports_the_healthy_judgement_over_http():
-    record = _episode_record()
+def test_the_judge_reports_the_healthy_judgement_over_http(episode):
     with FaultServer(judge_reply, FaultConfig.uniform(0.0), model="judge") as server:
         judge = build_judge(JudgeConfig(base_url=server.base_url, model="judge", seed=1))
-        result = asyncio.run(judge.judge(record))
-    user = judge_messages(record)[1]["content"]
+        result = asyncio.run(judge.judge(episode))
+    user = judge_messages(episode)[1]["content"]
     assert result.ok and result.dims == expected_result(user).dims and result.gate == expected_result(user).gate
     body = server.requests[0]
     assert parse_judgement(judge_reply(body)) and json.loads(judge_reply(body)).keys() == result.dims.keys()
-
-
-def _episode_record():
-    from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
-    from pearl_verl.student.types import StudentTurnState
-
-    turns = tuple(
-        DialogueTurn("student" if i % 2 == 0 else "tutor", text)
-        for i, text in enumerate(["Help me?", "What is 3 times 4?", "12", "Good. Minus 2?", "10", "Well done!"])
-    )
-    trace = tuple(StudentTurnState(i, (), "none", {"multiplication": 0.5}) for i in range(3))
-    return EpisodeRecord(PROBLEM, StudentCondition(), turns, trace, "tutor_ended")

@@ -2,48 +2,45 @@
 
 import pytest
 
-from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
-from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.reward_info import REWARD_INFO_KEYS, reward_info, reward_score, should_judge
 from pearl_verl.judge.types import JudgeResult
-from pearl_verl.student.types import StudentCondition
 
 DIMS = {d: 0.5 for d in DIMENSIONS} | {"acc": 0.9}
 
 
-def _episode(end_reason="tutor_ended"):
-    turns = (DialogueTurn("student", "help"), DialogueTurn("tutor", "what first?"), DialogueTurn("student", "4"))
-    return EpisodeRecord(Problem("p", "q", "s", "4"), StudentCondition(), turns, (), end_reason)
+def _episode(make_episode, end_reason="tutor_ended"):
+    """One tutor turn between two student turns, ended by ``end_reason``."""
+    return make_episode(["help", "what first?", "4"], end_reason)
 
 
-def test_scored_dialogue():
-    info = reward_info(_episode(), JudgeResult(ok=True, dims=DIMS, gate=1, latency_s=0.2))
+def test_scored_dialogue(make_episode):
+    info = reward_info(_episode(make_episode), JudgeResult(ok=True, dims=DIMS, gate=1, latency_s=0.2))
     assert tuple(info) == REWARD_INFO_KEYS
     assert info["judge_ok"] == 1 and info["completed"] == 1 and info["tutor_turns"] == 1 and info["acc"] == 0.9
     assert reward_score(info) == pytest.approx((0.9 + 7 * 0.5) / 8)
-    assert reward_info(_episode(), JudgeResult(ok=True, dims=DIMS, gate=0))["completed"] == 0
-    cut = reward_info(_episode("turn_limit"), JudgeResult(ok=True, dims=DIMS, gate=1))
+    assert reward_info(_episode(make_episode), JudgeResult(ok=True, dims=DIMS, gate=0))["completed"] == 0
+    cut = reward_info(_episode(make_episode, "turn_limit"), JudgeResult(ok=True, dims=DIMS, gate=1))
     assert cut["completed"] == 0 and cut["judge_ok"] == 1
 
 
-@pytest.mark.parametrize(("episode", "result"), [
-    (_episode(), JudgeResult(ok=False, error="parse_malformed")),
-    (_episode(), None),
-    (None, None),
-    (_episode("student_error"), JudgeResult(ok=True, dims=DIMS, gate=1)),
-    (_episode("tutor_error"), JudgeResult(ok=True, dims=DIMS, gate=1)),
+@pytest.mark.parametrize(("end_reason", "result"), [
+    ("tutor_ended", JudgeResult(ok=False, error="parse_malformed")),
+    ("tutor_ended", None),
+    (None, None),  # no episode
+    ("student_error", JudgeResult(ok=True, dims=DIMS, gate=1)),
+    ("tutor_error", JudgeResult(ok=True, dims=DIMS, gate=1)),
 ])
-def test_failures_are_flagged_with_the_same_keys(episode, result):
-    info = reward_info(episode, result)
+def test_failures_are_flagged_with_the_same_keys(make_episode, end_reason, result):
+    info = reward_info(_episode(make_episode, end_reason) if end_reason else None, result)
     assert tuple(info) == REWARD_INFO_KEYS
     assert info["judge_ok"] == 0 and info["completed"] == 0 and reward_score(info) == 0.0
     assert all(info[d] == 0.0 for d in DIMENSIONS)
 
 
-def test_backend_failures_are_not_judged():
-    assert should_judge(_episode()) and should_judge(_episode("turn_limit"))
-    assert not should_judge(_episode("student_error")) and not should_judge(None)
+def test_backend_failures_are_not_judged(make_episode):
+    assert should_judge(_episode(make_episode)) and should_judge(_episode(make_episode, "turn_limit"))
+    assert not should_judge(_episode(make_episode, "student_error")) and not should_judge(None)
 
 
 def test_judge_parse_failure_rate_counts_replies_not_dialogues(episode, make_output):

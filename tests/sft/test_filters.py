@@ -1,5 +1,6 @@
 """The SFT filters: answer leakage before a student attempt, the drop order, dedup, turn balancing."""
 
+import functools
 import json
 import random
 
@@ -7,7 +8,7 @@ import pytest
 
 from pearl_verl.data.location import data_dir
 from pearl_verl.dialogue.answers import numbers_in
-from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode import STUDENT, TUTOR
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.sft.filters import (
     FilterConfig,
@@ -20,56 +21,52 @@ from pearl_verl.sft.filters import (
     reveals,
 )
 from pearl_verl.student.reading import reveals_answer, same_answer
-from pearl_verl.student.types import StudentCondition, StudentTurnState
 
 MATH500 = data_dir() / "math500" / "test.jsonl"
 PROBLEM = Problem("p1", "Tom has 3 bags with 4 apples each. How many apples?", "3 * 4 = 12", "12", "gsm8k")
 
 
-def episode(turns, attempts=None, end_reason="tutor_ended", problem=PROBLEM):
-    """turns: (role, text) pairs starting with the student; attempts: one outcome per student turn."""
-    dialogue = tuple(DialogueTurn(role, text) for role, text in turns)
-    n_student = sum(role == STUDENT for role, _ in turns)
-    attempts = attempts or ["none"] * n_student
-    trace = tuple(StudentTurnState(i, (), a, {}) for i, a in enumerate(attempts))
-    return EpisodeRecord(problem, StudentCondition(), dialogue, trace, end_reason)
+@pytest.fixture
+def make_episode(make_episode):
+    """The shared factory (tests/conftest.py) on this module's problem."""
+    return functools.partial(make_episode, problem=PROBLEM)
 
 
 OPENING = (STUDENT, "Tom has 3 bags with 4 apples each. How many apples?")
 
 
-def test_stating_the_answer_before_any_attempt_is_a_leak():
-    leaked = episode([OPENING, (TUTOR, "It is 12 apples."), (STUDENT, "ok")])
+def test_stating_the_answer_before_any_attempt_is_a_leak(make_episode):
+    leaked = make_episode(turns=[OPENING, (TUTOR, "It is 12 apples."), (STUDENT, "ok")])
     assert first_leak(leaked, 1) == 1
     assert first_leak(leaked, 0) is None  # the filter is off
 
 
-def test_the_answer_after_an_attempt_is_not_a_leak_and_the_opening_does_not_count():
-    after = episode(
-        [OPENING, (TUTOR, "What is 3 times 4?"), (STUDENT, "Is it 7?"), (TUTOR, "Not quite: 3 * 4 = 12.")],
+def test_the_answer_after_an_attempt_is_not_a_leak_and_the_opening_does_not_count(make_episode):
+    after = make_episode(
+        turns=[OPENING, (TUTOR, "What is 3 times 4?"), (STUDENT, "Is it 7?"), (TUTOR, "Not quite: 3 * 4 = 12.")],
         attempts=["incorrect", "incorrect"],
     )
     assert first_leak(after, 1) is None
     assert first_leak(after, 2) == 3  # only one reply attempt so far
     # The opening's misconception is not an attempt made in this dialogue.
-    early = episode([OPENING, (TUTOR, "The answer is 12.")], attempts=["incorrect"])
+    early = make_episode(turns=[OPENING, (TUTOR, "The answer is 12.")], attempts=["incorrect"])
     assert first_leak(early, 1) == 1
 
 
-def test_no_trace_falls_back_to_whether_the_student_stated_an_answer():
-    dialogue = (DialogueTurn(STUDENT, OPENING[1]), DialogueTurn(TUTOR, "Try it"), DialogueTurn(STUDENT, "I get 10"),
-                DialogueTurn(TUTOR, "Check: 3 * 4 = 12"))
-    record = EpisodeRecord(PROBLEM, StudentCondition(), dialogue, (), "tutor_ended")
+def test_no_trace_falls_back_to_whether_the_student_stated_an_answer(make_episode):
+    dialogue = [OPENING, (TUTOR, "Try it"), (STUDENT, "I get 10"), (TUTOR, "Check: 3 * 4 = 12")]
+    record = make_episode(turns=dialogue, trace=())
     assert first_leak(record, 1) is None
 
 
-def test_answers_the_question_gives_are_exempt_and_latex_answers_are_caught():
+def test_answers_the_question_gives_are_exempt_and_latex_answers_are_caught(make_episode):
     given = Problem("p2", "Sam has 5 pens and 5 pencils. How many pens?", "He has 5 pens.", "5")
-    assert first_leak(episode([(STUDENT, "help"), (TUTOR, "You have 5 pens")], problem=given), 1) is None
+    assert first_leak(make_episode(turns=[(STUDENT, "help"), (TUTOR, "You have 5 pens")], problem=given), 1) is None
     frac = Problem("p3", "Write 28 divided by 6 in lowest terms.", "28/6 = \\frac{14}{3}", "\\frac{14}{3}", "math")
     for text in ["So it is \\frac{14}{3}.", "That gives 14/3.", "about 4.666666666"]:
-        assert first_leak(episode([(STUDENT, "help"), (TUTOR, text)], problem=frac), 1) == 1, text
-    assert first_leak(episode([(STUDENT, "help"), (TUTOR, "What is 28 divided by 2?")], problem=frac), 1) is None
+        assert first_leak(make_episode(turns=[(STUDENT, "help"), (TUTOR, text)], problem=frac), 1) == 1, text
+    halving_question = [(STUDENT, "help"), (TUTOR, "What is 28 divided by 2?")]
+    assert first_leak(make_episode(turns=halving_question, problem=frac), 1) is None
 
 
 def test_cached_answer_comparison_agrees_with_the_simulators_rule():
@@ -94,29 +91,29 @@ def _judge(ok=1, completed=1, score=0.8):
 GOOD = [OPENING, (TUTOR, "What is 3 times 4?"), (STUDENT, "12"), (TUTOR, "Yes! Well done.")]
 
 
-@pytest.mark.parametrize(("record", "judge", "tokens", "reason"), [
-    (episode(GOOD, end_reason="tutor_error"), None, None, "backend_failure"),
-    (episode(GOOD, end_reason="turn_limit"), None, None, "incomplete"),
-    (episode(GOOD, end_reason="student_left"), None, None, "incomplete"),
-    (episode(GOOD[:2]), None, None, "too_short"),
-    (episode([*GOOD[:3], (TUTOR, "  ")]), None, None, "empty_tutor_turn"),
-    (episode([OPENING, (TUTOR, "It's 12."), (STUDENT, "ok"), (TUTOR, "Bye")]), None, None, "answer_leak"),
-    (episode(GOOD, ["none", "correct"]), _judge(ok=0), None, "judge_failed"),
-    (episode(GOOD, ["none", "correct"]), _judge(completed=0), None, "judge_incomplete"),
-    (episode(GOOD, ["none", "correct"]), _judge(score=0.4), None, "judge_low_score"),
-    (episode(GOOD, ["none", "correct"]), _judge(), 5000, "too_long"),
-    (episode(GOOD, ["none", "correct"]), _judge(), 100, None),
-    (episode(GOOD, ["none", "correct"], end_reason="student_concluded"), None, None, None),
+@pytest.mark.parametrize(("episode_args", "judge", "tokens", "reason"), [
+    ({"turns": GOOD, "end_reason": "tutor_error"}, None, None, "backend_failure"),
+    ({"turns": GOOD, "end_reason": "turn_limit"}, None, None, "incomplete"),
+    ({"turns": GOOD, "end_reason": "student_left"}, None, None, "incomplete"),
+    ({"turns": GOOD[:2]}, None, None, "too_short"),
+    ({"turns": [*GOOD[:3], (TUTOR, "  ")]}, None, None, "empty_tutor_turn"),
+    ({"turns": [OPENING, (TUTOR, "It's 12."), (STUDENT, "ok"), (TUTOR, "Bye")]}, None, None, "answer_leak"),
+    ({"turns": GOOD, "attempts": ["none", "correct"]}, _judge(ok=0), None, "judge_failed"),
+    ({"turns": GOOD, "attempts": ["none", "correct"]}, _judge(completed=0), None, "judge_incomplete"),
+    ({"turns": GOOD, "attempts": ["none", "correct"]}, _judge(score=0.4), None, "judge_low_score"),
+    ({"turns": GOOD, "attempts": ["none", "correct"]}, _judge(), 5000, "too_long"),
+    ({"turns": GOOD, "attempts": ["none", "correct"]}, _judge(), 100, None),
+    ({"turns": GOOD, "attempts": ["none", "correct"], "end_reason": "student_concluded"}, None, None, None),
 ])
-def test_drop_reasons_in_order(record, judge, tokens, reason):
+def test_drop_reasons_in_order(make_episode, episode_args, judge, tokens, reason):
     config = FilterConfig(judge_min_score=0.5)
-    assert drop_reason(record, judge, config, tokens, 4096 if tokens else None) == reason
+    assert drop_reason(make_episode(**episode_args), judge, config, tokens, 4096 if tokens else None) == reason
 
 
-def test_dedup_folds_case_and_spaces_and_keeps_the_first():
-    a = episode(GOOD, ["none", "correct"])
-    b = episode([(r, t.upper() + "  ") for r, t in GOOD], ["none", "correct"])
-    c = episode([*GOOD[:3], (TUTOR, "Correct, nice work.")], ["none", "correct"])
+def test_dedup_folds_case_and_spaces_and_keeps_the_first(make_episode):
+    a = make_episode(turns=GOOD, attempts=["none", "correct"])
+    b = make_episode(turns=[(r, t.upper() + "  ") for r, t in GOOD], attempts=["none", "correct"])
+    c = make_episode(turns=[*GOOD[:3], (TUTOR, "Correct, nice work.")], attempts=["none", "correct"])
     assert dialogue_key(a) == dialogue_key(b) != dialogue_key(c)
     assert deduplicate(["b", "a", "c"], {"a": a, "b": b, "c": c}) == (["b", "c"], ["a"])
 

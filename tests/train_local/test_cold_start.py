@@ -7,7 +7,7 @@ import pytest
 
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import load_source
-from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
+from pearl_verl.dialogue.episode import STUDENT, TUTOR
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.student.config import StudentConfig
@@ -56,19 +56,14 @@ def test_teacher_dialogues_become_verl_sft_rows_that_train_only_the_tutor(tmp_pa
         assert END_MARKER in trained  # the model learns to close a session
 
 
-def test_keep_for_sft_refuses_when_nothing_passes():
-    simulator = build_simulator(StudentConfig(backend="offline"))
-    sample = _samples(simulator, 1)[0]
-    unfinished = EpisodeRecord(
-        sample.problem, sample.condition,
-        (DialogueTurn(STUDENT, sample.opening), DialogueTurn(TUTOR, "What do you know so far?")), (), "turn_limit",
-    )
+def test_keep_for_sft_refuses_when_nothing_passes(make_episode):
+    unfinished = make_episode(["I don't get this problem.", "What do you know so far?"], "turn_limit")
     with pytest.raises(ValueError, match="incomplete"):
         keep_for_sft([unfinished, unfinished])
 
 
 @pytest.mark.parametrize("pool, styles", [("mixed", 3), ("mixed-blame", 4)])
-def test_a_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues(pool, styles):
+def test_a_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues(pool, styles, make_episode):
     simulator = build_simulator(StudentConfig(backend="offline"))
     samples = _samples(simulator, 2)
     episodes = asyncio.run(teacher_dialogues(simulator, samples, styles, EpisodeLimits(6), seed=0, pool=pool))
@@ -78,7 +73,8 @@ def test_a_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues(pool, s
     assert any("wrong" in text for text in openings) == (pool == "mixed-blame")  # the default pool never blames
     kept = keep_for_pool(episodes, pool)
     assert kept == episodes and any(not e.ended_normally for e in kept)  # unfinished styles stay: RL must tell them apart
-    failed = EpisodeRecord(samples[0].problem, samples[0].condition, episodes[0].turns, (), "student_error")
+    failed = make_episode(turns=episodes[0].turns, end_reason="student_error", problem=samples[0].problem,
+                          condition=samples[0].condition, trace=())
     assert keep_for_pool([failed, episodes[0]], pool) == [episodes[0]]  # failed backends never become SFT data
     with pytest.raises(ValueError, match="unknown-pool|not one of"):
         asyncio.run(teacher_dialogues(simulator, samples, 1, EpisodeLimits(2), seed=0, pool="unknown-pool"))

@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.student.types import CognitiveProfile, StudentCondition
@@ -21,32 +20,36 @@ PROBLEM = Problem("p", "Tom has 2 apples and buys 3 more. How many apples does h
 CONDITION = StudentCondition(CognitiveProfile())
 
 
-def _episode(*tutor_then_student):
-    turns = [DialogueTurn(STUDENT, "Can you help me?")]
-    for i, text in enumerate(tutor_then_student):
-        turns.append(DialogueTurn(TUTOR if i % 2 == 0 else STUDENT, text))
-    return EpisodeRecord(PROBLEM, CONDITION, tuple(turns), (), "tutor_ended")
+def _episode(make_episode, *tutor_then_student):
+    """The student's opening, then tutor and student in turn; no trace: the observables read the texts alone."""
+    return make_episode(["Can you help me?", *tutor_then_student], problem=PROBLEM, condition=CONDITION, trace=())
 
 
 def _info(score, ok=1):
     return {**{d: score for d in DIMENSIONS}, "judge_ok": ok}
 
 
-LEAKING = _episode("The answer is 5. You were careless.", "ok, 5")
-SOCRATIC = _episode("What do you know so far?", "I think it is 5", "Well done!")
+@pytest.fixture
+def leaking(make_episode):
+    return _episode(make_episode, "The answer is 5. You were careless.", "ok, 5")
 
 
-def test_observables_read_what_the_tutor_did():
-    assert observables(LEAKING) == {"rechecks": 0.0, "asks_question": 0.0, "blames": 1.0, "answer_first": 1.0,
+@pytest.fixture
+def socratic(make_episode):
+    return _episode(make_episode, "What do you know so far?", "I think it is 5", "Well done!")
+
+
+def test_observables_read_what_the_tutor_did(make_episode, leaking, socratic):
+    assert observables(leaking) == {"rechecks": 0.0, "asks_question": 0.0, "blames": 1.0, "answer_first": 1.0,
                                     "tutor_ends_after_solution": 1.0, "solved": 1.0}
-    socratic = observables(SOCRATIC)
-    assert socratic["asks_question"] == 0.5 and socratic["answer_first"] == 0.0 and socratic["blames"] == 0.0
-    assert observables(_episode("How did you get 7? Check it.", "7", "Look again."))["rechecks"] == 1.0
+    observed = observables(socratic)
+    assert observed["asks_question"] == 0.5 and observed["answer_first"] == 0.0 and observed["blames"] == 0.0
+    assert observables(_episode(make_episode, "How did you get 7? Check it.", "7", "Look again."))["rechecks"] == 1.0
 
 
-def test_summary_pairs_dialogues_and_sets_the_gain_against_the_seed_spread():
-    before = HeldOut.of(0, 2, [LEAKING] * 4, [_info(0.2), _info(0.4), _info(0.3), _info(0.9, ok=0)])
-    after = HeldOut.of(10, 2, [SOCRATIC] * 4, [_info(0.6), _info(0.7), _info(0.8), _info(0.8)])
+def test_summary_pairs_dialogues_and_sets_the_gain_against_the_seed_spread(leaking, socratic):
+    before = HeldOut.of(0, 2, [leaking] * 4, [_info(0.2), _info(0.4), _info(0.3), _info(0.9, ok=0)])
+    after = HeldOut.of(10, 2, [socratic] * 4, [_info(0.6), _info(0.7), _info(0.8), _info(0.8)])
     assert before.seed_means == pytest.approx([0.3, 0.3]) and before.rewards[3] is None
     metrics = after.metrics()
     assert metrics["eval/reward/mean"] == pytest.approx(0.725) and metrics["eval/dialogues"] == 4
@@ -60,14 +63,14 @@ def test_summary_pairs_dialogues_and_sets_the_gain_against_the_seed_spread():
     assert "states the final answer before the student: 100% -> 0%" in text
 
 
-def test_evaluations_round_trip_and_dialogues_file(tmp_path):
-    before = HeldOut.of(0, 1, [LEAKING], [_info(0.2)])
-    after = HeldOut.of(5, 1, [SOCRATIC], [_info(0.7)])
+def test_evaluations_round_trip_and_dialogues_file(tmp_path, leaking, socratic):
+    before = HeldOut.of(0, 1, [leaking], [_info(0.2)])
+    after = HeldOut.of(5, 1, [socratic], [_info(0.7)])
     path = tmp_path / "heldout.jsonl"
     append_heldout(path, before, "initial")
     append_heldout(path, after, "train")
     (phase0, read0), (phase1, read1) = read_heldout(path)
-    assert (phase0, phase1) == ("initial", "train") and read1.rewards == [0.7] and read0.episodes == [LEAKING]
+    assert (phase0, phase1) == ("initial", "train") and read1.rewards == [0.7] and read0.episodes == [leaking]
     text = write_heldout_markdown(tmp_path / "d.md", read0, read1).read_text()
     assert "### step 0 (reward 0.200" in text and "### step 5 (reward 0.700" in text
     assert "The answer is 5." in text and "What do you know so far?" in text

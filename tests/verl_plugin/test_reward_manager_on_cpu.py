@@ -18,23 +18,14 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
 from verl.trainer.ppo.reward import load_reward_manager
 
-from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
-from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
 from pearl_verl.judge.rubric import RUBRIC
 from pearl_verl.llm.local_server import LocalChatServer, Reply
-from pearl_verl.student.types import StudentCondition, StudentTurnState
+from pearl_verl.student.types import StudentTurnState
 from pearl_verl.verl_plugin.reward_manager import EPISODE_KEY, PearlJudgeRewardManager
 
 MAX_RETRIES, PARSE_RETRIES = 1, 1
-PROBLEM = Problem(
-    "gsm8k-x",
-    "Tom has 3 boxes of 4 apples and eats 2. How many are left?",
-    "Tom has 3 * 4 = 12 apples.\nAfter eating 2 he has 12 - 2 = 10 apples.",
-    "10",
-    "gsm8k",
-)
 
 
 def judge_output(overrides=None, drop=()):
@@ -84,15 +75,11 @@ class ScriptedJudgeServer:
         return replies[min(index, len(replies) - 1)]
 
 
-def episode(name, end_reason="tutor_ended"):
-    turns = (
-        DialogueTurn("student", f"scenario {name}. Can you help?"),
-        DialogueTurn("tutor", "What is 3 times 4?"),
-        DialogueTurn("student", "12, so 10 left"),
-        DialogueTurn("tutor", "Well done!"),
-    )
+def episode(make_episode, name, end_reason="tutor_ended"):
+    """A solved dialogue (conftest's problem) whose opening names its judge scenario."""
+    texts = [f"scenario {name}. Can you help?", "What is 3 times 4?", "12, so 10 left", "Well done!"]
     trace = (StudentTurnState(0, ("ask",), "none", {}), StudentTurnState(1, ("answer",), "correct", {}, True))
-    return EpisodeRecord(PROBLEM, StudentCondition(), turns, trace, end_reason)
+    return make_episode(texts, end_reason, trace=trace)
 
 
 def row(extra_fields):
@@ -133,7 +120,7 @@ def test_registered_under_pearl_judge():
     assert get_reward_manager_cls("pearl_judge") is PearlJudgeRewardManager
 
 
-def test_every_fault_ends_scored_or_flagged_within_the_bound(manager_for):
+def test_every_fault_ends_scored_or_flagged_within_the_bound(manager_for, make_episode):
     server_state = ScriptedJudgeServer()
     with LocalChatServer(server_state) as server:
         manager = manager_for(
@@ -147,7 +134,8 @@ def test_every_fault_ends_scored_or_flagged_within_the_bound(manager_for):
         )
         names = [*SCENARIOS, "no_episode"]
         rows = [
-            row({"min_global_steps": 3} if n == "no_episode" else {EPISODE_KEY: episode(n).to_dict()}) for n in names
+            row({"min_global_steps": 3} if n == "no_episode" else {EPISODE_KEY: episode(make_episode, n).to_dict()})
+            for n in names
         ]
 
         async def score_all():  # concurrently, as verl's RewardLoopWorker.compute_score_batch does
@@ -178,16 +166,17 @@ def test_every_fault_ends_scored_or_flagged_within_the_bound(manager_for):
     assert rm.shape == (len(rows), 3) and rm[0, 1] == pytest.approx(outputs["normal"]["reward_score"])
 
 
-def test_cut_off_episode_is_not_completed_even_if_the_judge_says_so(manager_for):
+def test_cut_off_episode_is_not_completed_even_if_the_judge_says_so(manager_for, make_episode):
     with LocalChatServer(lambda body: VALID) as server:
         manager = manager_for(base_url=server.base_url, model="m")
-        out = asyncio.run(manager.run_single(row({EPISODE_KEY: episode("normal", end_reason="turn_limit").to_dict()})))
+        cut_off = episode(make_episode, "normal", end_reason="turn_limit")
+        out = asyncio.run(manager.run_single(row({EPISODE_KEY: cut_off.to_dict()})))
     assert out["reward_extra_info"]["judge_ok"] == 1 and out["reward_extra_info"]["completed"] == 0
 
 
-def test_offline_backend_and_malformed_episode(manager_for, caplog):
+def test_offline_backend_and_malformed_episode(manager_for, caplog, make_episode):
     manager = manager_for(backend="offline")
-    good = asyncio.run(manager.run_single(row({EPISODE_KEY: episode("normal").to_dict()})))
+    good = asyncio.run(manager.run_single(row({EPISODE_KEY: episode(make_episode, "normal").to_dict()})))
     assert good["reward_extra_info"]["judge_ok"] == 1 and good["reward_extra_info"]["completed"] == 1
     broken = asyncio.run(manager.run_single(row({EPISODE_KEY: {"turns": "nope"}})))
     assert broken["reward_extra_info"]["judge_ok"] == 0 and "malformed 'pearl_episode'" in caplog.text
