@@ -73,6 +73,7 @@ class DialogueFeatures:
         solved_at: index of the first student turn with the correct final answer; None if never.
         leak_turns: tutor turns that state the final answer before ``solved_at`` without an excuse
             (sufficient attempts, or an explicit request for an explanation).
+        excused_turns: tutor turns that state it before ``solved_at`` with such an excuse.
         early_leak: a leak turn came before the student's first genuine attempt.
         key_results: intermediate results of the reference solution (not in the question).
         tutor_supplied: key results first stated by the tutor before ``solved_at``.
@@ -121,6 +122,7 @@ class DialogueFeatures:
     mean_sentence_words: float
     irrelevant_numbers: int
     tutor_turns: int
+    excused_turns: tuple[int, ...] = ()
 
     @property
     def solved(self) -> bool:
@@ -201,6 +203,7 @@ class _Scan:
     judged_from: int = 0  # tutor turns before it are context, not judged
     states: dict[int, object] = field(default_factory=dict)
     leak_turns: list[int] = field(default_factory=list)
+    excused_turns: list[int] = field(default_factory=list)
     early_leak: bool = False
     attempts: int = 0
     wrong: int = 0
@@ -258,7 +261,9 @@ class _Scan:
         )
         previous = self.episode.turns[i - 1].text if i else ""
         excused = self.attempts >= SUFFICIENT_ATTEMPTS or bool(_ASKS_FOR_ANSWER.search(previous))
-        if states_it and not excused:
+        if states_it and excused:
+            self.excused_turns.append(i)
+        elif states_it:
             self.leak_turns.append(i)
             self.early_leak = self.early_leak or self.attempts == 0
 
@@ -316,6 +321,7 @@ def extract_features(episode: EpisodeRecord, judged_from: int = 0) -> DialogueFe
     return DialogueFeatures(
         solved_at=solved_at,
         leak_turns=tuple(scan.leak_turns),
+        excused_turns=tuple(scan.excused_turns),
         early_leak=scan.early_leak,
         key_results=keys,
         tutor_supplied=tuple(

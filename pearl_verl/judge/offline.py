@@ -52,6 +52,9 @@ def _gate(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
 
 def _final_answer(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
     if not f.leak_turns:
+        if f.excused_turns:
+            return 2, (f"tutor stated the final answer before the student reached it only where warranted, in turn(s) "
+                       f"{list(f.excused_turns)} (after enough attempts, or when asked)")
         return 2, "tutor never stated the final answer before the student reached it"
     when = "before any attempt" if f.early_leak else "after few attempts"
     return (0 if f.early_leak else 1), f"tutor stated the final answer in turn(s) {list(f.leak_turns)} {when}"
@@ -119,7 +122,8 @@ RULES: dict[str, Rule] = {
     ),
     "guide.guidance_effective": lambda f, e: (
         2 if f.solved and _leak_free(f) else 1 if f.solved else 0,
-        "student solved it" + (" without being told" if _leak_free(f) and f.solved else ""),
+        ("student solved it" + (" without being told" if _leak_free(f) else " after being told")) if f.solved
+        else "student did not solve it",
     ),
     "guide.student_agency": lambda f, e: (
         _ratio_level(len(f.student_supplied) / len(f.key_results) if f.key_results else float(_leak_free(f)), 0.6, 0.3)
