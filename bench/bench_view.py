@@ -29,7 +29,7 @@ from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.judge.reward_info import reward_info, reward_score
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
-from pearl_verl.student.simulate import make_jobs, run_jobs
+from pearl_verl.student.simulation_runs import make_jobs, run_jobs
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 from pearl_verl.tutor.styles import ScriptedLecturingTutor
 

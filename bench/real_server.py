@@ -52,7 +52,7 @@ from pearl_verl.judge.prompt import system_prompt
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.extract import EXTRACTION_INSTRUCTION, parse_extraction
 from pearl_verl.student.prompts import PLANNER_INSTRUCTION, REALISER_INSTRUCTION, REFINE_INSTRUCTION, parse_planner
-from pearl_verl.student.simulate import call_table, source_table
+from pearl_verl.student.simulation_runs import call_table, source_table
 from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
 
 PROBLEMS = FIXTURES["gsm8k"]

@@ -95,7 +95,7 @@ def offline_dialogues(problems: int) -> list[Any]:
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
-    from pearl_verl.student.simulate import make_jobs, run_jobs
+    from pearl_verl.student.simulation_runs import make_jobs, run_jobs
     from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
     episodes: list[Any] = []

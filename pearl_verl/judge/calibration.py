@@ -207,7 +207,7 @@ def build_pairs(offset: int, count: int, seed: int = 0) -> list[dict[str, Any]]:
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
-    from pearl_verl.student.simulate import make_jobs, run_jobs
+    from pearl_verl.student.simulation_runs import make_jobs, run_jobs
     from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
     from pearl_verl.tutor.styles import ScriptedBlamingTutor, ScriptedCoachTutor, ScriptedTerseTutor
 

@@ -31,7 +31,7 @@ from pearl_verl.ranges import POSITIVE, SEED
 from pearl_verl.redact import redact
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
-from pearl_verl.student.simulate import ABILITY_CHOICES
+from pearl_verl.student.simulation_runs import ABILITY_CHOICES
 
 TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")
 TUTOR_MAX_TOKENS = 1024
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.student.factory import build_simulator
-    from pearl_verl.student.simulate import make_jobs, run_jobs, turn_rows
+    from pearl_verl.student.simulation_runs import make_jobs, run_jobs, turn_rows
     from pearl_verl.student.turn_output import RESUME_SETTINGS, TurnOutput
 
     config = StudentConfig(
@@ -160,7 +160,7 @@ def build_tutor(args: argparse.Namespace) -> Any:
 def summarise(dialogues: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """Outcomes, per-ability controllability, diversity statistics and LLM calls of a run's dialogues (their rows)."""
     from pearl_verl.student.diversity import diversity_report
-    from pearl_verl.student.simulate import ability_table, call_table, labelled_rows, source_table
+    from pearl_verl.student.simulation_runs import ability_table, call_table, labelled_rows, source_table
 
     labelled = [d for d in labelled_rows(dialogues) if d]
     return {

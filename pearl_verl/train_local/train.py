@@ -128,7 +128,7 @@ class LocalRun:
     def __init__(self, config: LocalTrainConfig, extra_overrides: list[str] = ()):
         from pearl_verl.verl_plugin.estimator import pearl_config_from_root
         from pearl_verl.verl_plugin.main_ppo import prepare
-        from pearl_verl.verl_plugin.simulators import simulator_for
+        from pearl_verl.verl_plugin.shared_simulator import simulator_for
 
         self.config = config
         self.out = Path(config.out_dir).resolve()

@@ -40,7 +40,7 @@ from pearl_verl.tutor.prompts import tutor_system_prompt
 from pearl_verl.verl_plugin.compat import builder_render, replace_builder_render
 from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.names import END_REASON_KEY, EPISODE_KEY
-from pearl_verl.verl_plugin.simulators import simulator_for
+from pearl_verl.verl_plugin.shared_simulator import simulator_for
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from pearl_verl.eval.simulator_eval import response_accuracy, simulator_markdown, simulator_summary
+from pearl_verl.eval.simulator_stats import response_accuracy, simulator_markdown, simulator_summary
 
 # Two dialogues, six labelled student replies (labels from the taxonomy):
 #   d1: correct {feedback_uptake}, partial {feedback_uptake, uncertainty}, correct {}

@@ -8,7 +8,7 @@ import pytest
 
 from pearl_verl.data.problem_files import load_problems, problem_from_row
 from pearl_verl.student import simulate_cli
-from pearl_verl.student.simulate import make_jobs, sample_profile
+from pearl_verl.student.simulation_runs import make_jobs, sample_profile
 
 
 def _run(*argv):
@@ -74,7 +74,7 @@ def test_command_writes_one_row_per_student_turn(tmp_path, data_dir, capsys):
 
 
 def test_a_killed_run_resumes_the_dialogues_it_had_not_written(tmp_path, data_dir, monkeypatch, capsys):
-    from pearl_verl.student import simulate
+    from pearl_verl.student import simulation_runs
 
     source = str(data_dir / "gsm8k" / "test.jsonl")
     fresh, killed = tmp_path / "fresh.jsonl", tmp_path / "killed.jsonl"
@@ -91,13 +91,13 @@ def test_a_killed_run_resumes_the_dialogues_it_had_not_written(tmp_path, data_di
     (tmp_path / "killed.jsonl.settings.json").write_text((tmp_path / "fresh.jsonl.settings.json").read_text())
 
     ran = []
-    real = simulate.run_jobs
+    real = simulation_runs.run_jobs
 
     def counting(simulator, tutor, jobs, *args, **kwargs):
         ran.extend(job.index for job in jobs)
         return real(simulator, tutor, jobs, *args, **kwargs)
 
-    monkeypatch.setattr(simulate, "run_jobs", counting)
+    monkeypatch.setattr(simulation_runs, "run_jobs", counting)
     assert _run(source, "--limit", "4", "--seed", "3", "--out", str(killed)) == 0
     assert sorted(ran) == [2, 3]  # dialogues 0 and 1 were kept, not run again
     rows = sorted(killed.read_text().splitlines())
