@@ -6,7 +6,9 @@ FSDP2 GSPO update, verl's weight sync into the rollout server) with the probe ju
 that rewards tutor turns opening with a capital letter (:mod:`pearl_verl.judge.probe`). Tutor
 turns are one token long, so the rewarded token is the first of its turn and the one the response
 mask must cover. verl's validation (greedy, the held-out val parquet) before training and at the
-last step must show the probe reward rising by at least 0.3 in each of 3 seeds. A flipped
+last step must show the probe reward rising by at least 0.3 in each of seeds 0 and 1, run at once in
+the default suite; seed 2, the third of the documented claim, is marked ``long`` (on a 2-core AVX2
+machine the three at once took 22-25 minutes of CI's 90; two take about two thirds of that). A flipped
 advantage sign, a rollout server that never receives the new weights, or a response mask shifted
 by one token each make it fail (measured once each, docs/training.md); "parameters changed"
 passes all three.
@@ -18,7 +20,7 @@ minutes on a 2-core CPU without AVX-512, too long beside the rest for CI's time 
 32, as vLLM's CPU attention needs, and seed 1: seed 0 of that model opens 69% of its greedy held-out
 turns with a capital before any training, which leaves less than ``MIN_GAIN`` to learn (seed 1: 0%).
 
-The seeds run at the same time, one thread each. 20 steps: with 10, one seed of one run out of two
+The seeds of a test run at the same time, one thread each. 20 steps: with 10, one seed of one run out of two
 had not yet moved its greedy held-out reward (training reward 0.09 -> 0.20); the training reward
 crosses 0.5 between steps 10 and 14 and nears 1 by 15-17 (docs/training.md). 4 tutor turns and 3
 problems a step learn as fast as 8 turns and 4 problems did, at 62% of the time (the suite's). The
@@ -34,7 +36,8 @@ from pathlib import Path
 import pytest
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1)
+THIRD_SEED = 2
 VLLM_SEED = 1
 STEPS = 20
 MIN_GAIN = 0.3
@@ -89,6 +92,12 @@ def test_held_out_probe_reward_rises_through_main_ppo_in_every_seed(watched_run,
     data = _prepared_data(tmp_path)
     procs = {(seed, "hf"): _run(watched_run, tmp_path, data, seed) for seed in SEEDS}
     _assert_learned(tmp_path, {run: proc.wait() for run, proc in procs.items()})
+
+
+@pytest.mark.long  # the third seed of the 3-seed claim: python -m pytest -m long
+def test_held_out_probe_reward_rises_through_main_ppo_in_the_third_seed(watched_run, tmp_path):
+    run = _run(watched_run, tmp_path, _prepared_data(tmp_path), THIRD_SEED)
+    _assert_learned(tmp_path, {(THIRD_SEED, "hf"): run.wait()})
 
 
 @pytest.mark.long  # about 12 minutes on a 2-core EPYC without AVX-512: python -m pytest -m long
