@@ -75,7 +75,12 @@ def run(args: argparse.Namespace) -> int:
 
     from pearl_verl.eval.plots import line_with_ci
     from pearl_verl.eval.runner import read_results
-    from pearl_verl.eval.simulator_stats import annotate_dialogues, read_dialogues, simulator_markdown, simulator_summary
+    from pearl_verl.eval.simulator_stats import (
+        annotate_dialogues,
+        read_dialogues,
+        simulator_markdown,
+        simulator_summary,
+    )
     from pearl_verl.progress import progress_bar
     from pearl_verl.stats import Estimate
     from pearl_verl.student.types import ABILITY_LEVELS
