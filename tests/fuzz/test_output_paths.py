@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pearl_verl import cli
-from pearl_verl.out_paths import output_dir, output_dir_text, output_file
+from pearl_verl.out_paths import output_dir, output_dir_text, output_file, output_page
 
 NAMES = ("-o", "--out", "--out-dir", "--output", "--cache-dir", "--summary")
 
@@ -27,7 +27,7 @@ def _output_flags():
 
 
 FLAGS = _output_flags()
-FILE_TYPES, DIR_TYPES = {output_file}, {output_dir, output_dir_text}
+FILE_TYPES, DIR_TYPES = {output_file, output_page}, {output_dir, output_dir_text}
 
 
 def test_every_output_flag_has_the_output_path_type():
