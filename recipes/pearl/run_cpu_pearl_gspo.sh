@@ -56,7 +56,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 TRAIN_FILES="['$DATA_DIR/train.parquet']"
 VAL_FILES="['$DATA_DIR/val.parquet']"
-CONFIG_NAME=pearl_gspo_cpu              # the method and the CPU's engine settings (config/parts/cpu.yaml)
+PEARL_CONFIG_NAME=pearl_gspo_cpu        # the method and the CPU's engine settings (config/parts/cpu.yaml)
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
 if [[ -n "$STUDENT_BASE_URL" ]]; then require_endpoint student "$STUDENT_BASE_URL"; fi
 if [[ -n "$JUDGE_BASE_URL" ]]; then

@@ -40,7 +40,7 @@ TEST_FREQ=-1
 
 TRAIN_FILES="['$DATA_DIR/train.parquet']"
 VAL_FILES="['$DATA_DIR/val.parquet']"
-CONFIG_NAME=pearl_gspo                  # the cluster recipes' method (pearl_verl/verl_plugin/config/pearl_gspo.yaml)
+PEARL_CONFIG_NAME=pearl_gspo            # the cluster recipes' method (pearl_verl/verl_plugin/config/pearl_gspo.yaml)
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gspo.sh"
 
 if [[ -n "$STUDENT_BASE_URL" ]]; then require_endpoint student "$STUDENT_BASE_URL"; fi

@@ -35,8 +35,8 @@
 : "${VAL_FILES:?the recipe sets VAL_FILES (a Hydra list) before sourcing lib/gspo.sh}"
 # ---- end user-adjustable ----
 
-: "${CONFIG_NAME:=pearl_adv_gspo}"
-CONFIG=(--config-path=pkg://pearl_verl.verl_plugin.config --config-name=${CONFIG_NAME})
+: "${PEARL_CONFIG_NAME:=pearl_adv_gspo}"
+CONFIG=(--config-path=pkg://pearl_verl.verl_plugin.config --config-name=${PEARL_CONFIG_NAME})
 
 DATA=(
     data.train_files="$TRAIN_FILES"

@@ -27,7 +27,7 @@
 
 TRAIN_FILES="['$DATA_DIR/train.parquet']"
 VAL_FILES="['$DATA_DIR/val.parquet']"
-CONFIG_NAME=pearl_gspo                  # + the agent loop, the judge reward, pearl_sync (config/parts/method.yaml)
+PEARL_CONFIG_NAME=pearl_gspo            # + the agent loop, the judge reward, pearl_sync (config/parts/method.yaml)
 source "$(dirname "${BASH_SOURCE[0]}")/gspo.sh"
 
 require_endpoint student "$STUDENT_BASE_URL"
