@@ -266,6 +266,9 @@ def test_the_method_is_written_once_in_the_pearl_configs(tmp_path):
     parts = Path(config_module.__file__).parent / "parts"
     method = {key for name in ("adv_gspo.yaml", "method.yaml") for key in flat(OmegaConf.load(parts / name))}
     assert set(METHOD) - {"pearl.advantage.gamma"} <= method
+    for unknown in (lambda: config_flags("ppo_trainer"), lambda: compose_config("pearl_grpo", [])):
+        with pytest.raises(ValueError, match="unknown PEARL config .*; one of pearl_adv_gspo, pearl_gspo, pearl_gspo_cpu"):
+            unknown()
     train_local = [*algorithm_overrides(LocalTrainConfig()),
                    *rl_overrides(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=2, save_freq=1,
                                  start="disable", judge="offline", rollout_dtype="float32", rollout="vllm")]

@@ -23,17 +23,20 @@ PEARL_GSPO_CPU = "pearl_gspo_cpu"
 CONFIG_NAMES = (PEARL_ADV_GSPO, PEARL_GSPO, PEARL_GSPO_CPU)
 
 
-def config_flags(name: str) -> list[str]:
-    """The Hydra command-line flags that make a main_ppo (ours or verl's) start from config ``name``."""
+def _known(name: str) -> str:
     if name not in CONFIG_NAMES:
         raise ValueError(f"unknown PEARL config {name!r}; one of {', '.join(CONFIG_NAMES)}")
-    return [f"--config-path=pkg://{CONFIG_MODULE}", f"--config-name={name}"]
+    return name
+
+
+def config_flags(name: str) -> list[str]:
+    """The Hydra command-line flags that make a main_ppo (ours or verl's) start from config ``name``."""
+    return [f"--config-path=pkg://{CONFIG_MODULE}", f"--config-name={_known(name)}"]
 
 
 def compose_config(name: str, overrides: list[str]):
     """The config main_ppo runs with ``config_flags(name) + overrides`` (Hydra's compose, no run)."""
     from hydra import compose, initialize_config_module
 
-    config_flags(name)  # the name check
     with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):
-        return compose(config_name=name, overrides=list(overrides))
+        return compose(config_name=_known(name), overrides=list(overrides))
