@@ -2,9 +2,10 @@
 
 The paper first fine-tunes the tutor on dialogues a strong teacher (DeepSeek-V3.2) holds with the
 simulator, then runs RL. Locally the teachers are scripted tutors (test doubles for a teacher model)
-talking with the same simulated students; the dialogues go through verl's own multi-turn SFT
-dataset (chat template, loss on the tutor's turns only) and verl's ``sft_loss`` on the same FSDP2
-actor that RL then continues from. Two pools (:data:`pearl_verl.tutor.styles.TEACHER_POOLS`):
+talking with the same simulated students; the dialogues go through verl's own SFT trainer, as the
+cluster's cold-start recipe runs it (the ``pearl_sft`` config, here ``pearl_sft_cpu``: verl's multi-turn
+SFT dataset, loss on the tutor's turns only, FSDP2), and RL resumes its checkpoint
+(:func:`hand_over`). Two pools (:data:`pearl_verl.tutor.styles.TEACHER_POOLS`):
 
 - ``mixed`` (train-local's default): three teachers of distinct styles (coaching, lecturing,
   terse), one per dialogue in turn, unfiltered, so the tiny model starts RL able to write several
@@ -19,13 +20,10 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
 
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
@@ -101,43 +99,75 @@ def write_sft_parquet(episodes: list[EpisodeRecord], path: Path) -> Path:
     return path
 
 
-def sft_steps(actor: Any, tokenizer: Any, parquet: Path, steps: int, batch_size: int, max_length: int, seed: int,
-              lr: float | None = None) -> list[float]:
-    """Run ``steps`` SFT updates with verl's ``sft_loss`` on the actor; returns the loss of each.
+def sft_overrides(*, parquet: Path, model: Path, out: Path, steps: int, batch_size: int, micro_batch_size: int,
+                  max_length: int, lr: float, seed: int, mixed_precision: list[str]) -> list[str]:
+    """The run's settings for verl's SFT trainer, on top of the ``pearl_sft_cpu`` config: ``steps`` updates of
+    ``batch_size`` dialogues (the data is shuffled anew each epoch), checkpoint and Hugging Face export in
+    ``out/checkpoints/global_step_<steps>`` (a fresh run: nothing is resumed there)."""
+    return [
+        f"data.train_files={parquet}",
+        "data.val_files=null",
+        f"data.train_batch_size={batch_size}",
+        f"data.micro_batch_size_per_gpu={micro_batch_size}",
+        f"data.max_length={max_length}",
+        "data.truncation=right",  # the tiny model's budget is the RL stage's; a longer teacher dialogue is cut
+        f"model.path={model}",
+        f"optim.lr={lr}",
+        f"trainer.seed={seed}",
+        f"engine.seed={seed}",
+        f"trainer.total_training_steps={steps}",
+        "trainer.total_epochs=1000",  # the step count ends the run
+        "trainer.save_freq=-1",  # the last step is saved anyway
+        "trainer.test_freq=-1",
+        "trainer.resume_mode=disable",
+        f"trainer.default_local_dir={out / 'checkpoints'}",
+        "trainer.logger=['file']",
+        "trainer.project_name=pearl_verl",
+        "trainer.experiment_name=train-local-cold-start",
+        "trainer.n_gpus_per_node=1",
+        *mixed_precision,
+    ]
 
-    ``lr`` (None: the actor's) applies to these updates only; the actor's RL loss function and
-    learning rate are restored afterwards.
+
+def hand_over(sft_step: Path, actor: Path, lr: float) -> Path:
+    """Move the SFT trainer's last checkpoint ``sft_step`` to ``actor`` (verl's RL checkpoint of step 0), where RL
+    resumes it with learning rate ``lr`` and its own schedule from step 0.
+
+    Both are verl's FSDP engine checkpoints (weights, optimizer, scheduler and RNG, the Hugging Face export), so RL
+    continues the cold start's Adam moments, as one actor would (measured: with a fresh optimizer the training
+    reward fell from 0.85 to 0.14 in 20 steps). The optimizer's and the scheduler's saved rates are the SFT's;
+    they are set to RL's here. The SFT dataloader's state stays behind: RL has its own data.
     """
-    from verl.utils import tensordict_utils as tu
-    from verl.utils.dataset.dataset_utils import SFTTensorCollator
-    from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
-    from verl.workers.utils.losses import sft_loss
+    import shutil
 
-    from pearl_verl.train_local.runtime import get_learning_rate, set_learning_rate
+    import torch
 
-    dataset = MultiTurnSFTDataset(
-        str(parquet), tokenizer, OmegaConf.create({"pad_mode": "no_padding", "max_length": max_length, "truncation": "right"})
-    )
-    collate = SFTTensorCollator("no_padding")
-    rng = np.random.default_rng(seed)
-    rl_loss, rl_lr = actor.loss_fn, get_learning_rate(actor)
-    actor.set_loss_fn(partial(sft_loss, config=None))
-    set_learning_rate(actor, rl_lr if lr is None else lr)
-    losses = []
-    try:
-        for _ in range(steps):
-            rows = [dataset[int(i)] for i in rng.choice(len(dataset), size=min(batch_size, len(dataset)), replace=False)]
-            batch = tu.get_tensordict(
-                tensor_dict=collate(rows),
-                non_tensor_dict={"pad_mode": "no_padding", "temperature": 1.0, "global_batch_size": len(rows)},
-            )
-            tu.assign_non_tensor(batch, update_lr_scheduler=False,
-                                 global_token_num=tu.NonTensorData(batch["input_ids"].offsets().diff().tolist()))
-            output = actor.train_batch(batch)
-            losses.append(float(np.mean(tu.get(output, "metrics")["loss"])))
-    finally:
-        actor.set_loss_fn(rl_loss)
-        set_learning_rate(actor, rl_lr)
-    return losses
+    tmp = actor.with_name(actor.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for item in sorted(sft_step.iterdir()):
+        if item.name.startswith("data_"):
+            continue
+        if item.name.startswith(("optim_", "extra_state_")):
+            state = torch.load(item, map_location="cpu", weights_only=False)
+            _set_rate(state, lr)
+            torch.save(state, tmp / item.name)
+        else:
+            shutil.move(item, tmp / item.name)
+    if actor.exists():
+        shutil.rmtree(actor)
+    tmp.replace(actor)  # whole or absent: a resumed run trusts what it finds
+    return actor
 
 
+def _set_rate(state: dict[str, Any], lr: float) -> None:
+    """RL's rate in a saved optimizer (``param_groups``) or extra state (``lr_scheduler``, restarted at step 0)."""
+    for group in state.get("param_groups", ()):
+        group["lr"] = lr
+        if "initial_lr" in group:
+            group["initial_lr"] = lr
+    scheduler = state.get("lr_scheduler")
+    if scheduler:
+        scheduler["base_lrs"] = [lr] * len(scheduler["base_lrs"])
+        scheduler["_last_lr"] = [lr] * len(scheduler["base_lrs"])
+        scheduler["last_epoch"], scheduler["_step_count"] = 0, 1

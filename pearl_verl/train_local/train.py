@@ -3,8 +3,8 @@
 The stages, each picked up where it stopped by ``--resume``:
 
 1. the tutor model (``tiny``, ``smollm2`` or a directory) in ``out/model``;
-2. the cold start: SFT on scripted-teacher dialogues with verl's ``sft_loss`` on verl's FSDP2
-   ``TrainingWorker`` in this process, exported to ``out/cold_start/model``;
+2. the cold start: SFT on scripted-teacher dialogues through verl's SFT trainer (a child process, as the
+   cluster's cold-start recipe runs it), handed over as verl's step-0 checkpoint that RL resumes;
 3. the held-out evaluation of the policy RL starts from (:mod:`pearl_verl.train_local.evaluate`);
 4. RL through verl's ``main_ppo`` (Ray, TransferQueue, FSDP2, the ``hf`` rollout, the pearl_tutor
    agent loop, the pearl_judge reward loop, the pearl estimator in ``pearl_sync`` mode, GSPO, verl's
@@ -15,11 +15,11 @@ The stages, each picked up where it stopped by ``--resume``:
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import math
 import random
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -37,7 +37,6 @@ from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.train_local.runtime import compose_verl_config, precision_overrides, setup_process
-from pearl_verl.verl_plugin.cpu.memory import release_freed_memory
 from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 
 logger = logging.getLogger(__name__)
@@ -139,9 +138,9 @@ class LocalRun:
         setup_process()  # verl's host-CPU platform here too: the checks and the cold start read it
         head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
         self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
-        self.cold_start_dir = self.out / "cold_start" / "model"
-        self.policy_dir = self.cold_start_dir if config.cold_start_steps else self.model_dir
         self.cold_start_checkpoint = self.out / "checkpoints" / "global_step_0"
+        self.cold_start_dir = self.cold_start_checkpoint / "actor" / "huggingface"
+        self.policy_dir = self.cold_start_dir if config.cold_start_steps else self.model_dir
         self.rollout_dtype = resolve_dtype(config.rollout_dtype, config.model)
         try:
             self.verl_config = compose_verl_config(self.overrides(resume=False))
@@ -187,59 +186,42 @@ class LocalRun:
                                 eval_seeds=c.eval_seeds, seed=c.seed, temperature=c.temperature,
                                 dtype=self.rollout_dtype)
 
-    def cold_start(self) -> dict[str, float]:
-        """SFT on scripted-teacher dialogues; the result is exported to ``cold_start_dir``. Returns its summary."""
+    def cold_start(self, log: TextIO) -> dict[str, float]:
+        """SFT on scripted-teacher dialogues through verl's SFT trainer (its output appended to ``log``), handed
+        over as RL's step-0 checkpoint, whose Hugging Face export is ``cold_start_dir``. Returns its summary."""
         import asyncio
 
         from pearl_verl.dialogue.episode_runner import EpisodeLimits
-        from pearl_verl.train_local.cold_start import keep_for_pool, sft_steps, teacher_dialogues, write_sft_parquet
-        from pearl_verl.train_local.runtime import build_actor
+        from pearl_verl.train_local.cold_start import (
+            hand_over,
+            keep_for_pool,
+            sft_overrides,
+            teacher_dialogues,
+            write_sft_parquet,
+        )
+        from pearl_verl.train_local.runtime import SFT_ENGINE
+        from pearl_verl.train_local.verl_run import run_sft
 
         c = self.config
         t0 = time.perf_counter()
         generated = asyncio.run(teacher_dialogues(self.simulator, self.samples, c.cold_start_dialogues,
                                                   EpisodeLimits(c.max_tutor_turns), c.seed, pool=c.cold_start_teachers))
         episodes = keep_for_pool(generated, c.cold_start_teachers)
-        parquet = write_sft_parquet(episodes, self.out / "cold_start" / "teacher_dialogues.parquet")
-        # the actor starts from the model; the run's own config already points at the cold start's export
-        actor_config = compose_verl_config([*self.overrides(resume=False),
-                                            f"actor_rollout_ref.model.path={self.model_dir}"])
-        actor = build_actor(actor_config)
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
-        losses = sft_steps(actor, tokenizer, parquet, c.cold_start_steps, c.batch_problems * c.group_size,
-                           c.prompt_length + c.response_length, c.seed, lr=c.sft_learning_rate)
-        export_policy(actor, self.model_dir, self.cold_start_dir)
-        # verl's own checkpoint of the actor, optimizer state included: RL resumes from it, so its Adam
-        # continues from the cold start's moments as one actor would (a fresh one moves every weight by
-        # about lr in its first steps: measured, the training reward fell from 0.85 to 0.14 in 20 steps)
-        actor.save_checkpoint(str(self.cold_start_checkpoint / "actor"), global_step=0)
-        del actor
-        gc.collect()
-        release_freed_memory()
+        folder = self.out / "cold_start"
+        parquet = write_sft_parquet(episodes, folder / "teacher_dialogues.parquet")
+        precision = precision_overrides(_dtype_name(resolve_dtype(c.train_dtype, c.model, "train")), SFT_ENGINE)
+        rows = run_sft(sft_overrides(parquet=parquet, model=self.model_dir, out=folder, steps=c.cold_start_steps,
+                                     batch_size=c.batch_problems * c.group_size, micro_batch_size=c.micro_batch_size,
+                                     max_length=c.prompt_length + c.response_length, lr=c.sft_learning_rate,
+                                     seed=c.seed, mixed_precision=precision),
+                       out=folder, log=log)
+        hand_over(folder / "checkpoints" / f"global_step_{c.cold_start_steps}", self.cold_start_checkpoint / "actor",
+                  c.learning_rate)
+        shutil.rmtree(folder / "checkpoints")  # what is left of the SFT's: its dataloader state and step marker
+        losses = [row["train/loss"] for row in rows if "train/loss" in row]
         return {"cold_start/steps": len(losses), "cold_start/loss_first": losses[0], "cold_start/loss_last": losses[-1],
                 "cold_start/dialogues": len(episodes), "cold_start/dialogues_dropped": len(generated) - len(episodes),
                 "time/cold_start_s": time.perf_counter() - t0}
-
-
-def export_policy(actor: Any, source: Path, target: Path) -> Path:
-    """The actor's weights as a Hugging Face model directory (``source``'s config and tokenizer)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from pearl_verl.train_local.runtime import policy_state_dict
-
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
-    model.load_state_dict(policy_state_dict(actor))
-    tmp = target.with_name(target.name + ".tmp")
-    model.save_pretrained(tmp)
-    AutoTokenizer.from_pretrained(source).save_pretrained(tmp)
-    if target.exists():
-        import shutil
-
-        shutil.rmtree(target)
-    tmp.replace(target)  # whole or absent: a resumed run trusts what it finds
-    return target
 
 
 def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: TextIO | None = None,
@@ -296,8 +278,9 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
             run.write_data()
             first: dict[str, Any] = {"step": 0, "phase": "initial"}
             if config.cold_start_steps:
-                progress.set_postfix_str("cold start")
-                first = {"step": 0, "phase": "cold_start", **run.cold_start()}
+                progress.set_postfix_str("cold start (verl's SFT trainer)")
+                with open(out / "train.log", "a", encoding="utf-8") as log:
+                    first = {"step": 0, "phase": "cold_start", **run.cold_start(log)}
             if config.eval_problems:
                 evaluate(first, run.policy_dir, first["phase"])
             record(first)

@@ -1,4 +1,5 @@
-"""The RL stage of ``train-local``: verl's own ``main_ppo`` on this machine's CPU, as a child process.
+"""verl's own trainers on this machine's CPU, as child processes: the SFT trainer of ``train-local``'s cold start
+and the ``main_ppo`` of its RL stage.
 
 Ray, TransferQueue, the FSDP2 actor worker, the ``hf`` rollout server, the ``pearl_tutor`` agent loop,
 the ``pearl_judge`` reward loop, the ``pearl`` estimator in ``pearl_sync`` mode, GSPO and verl's
@@ -22,7 +23,7 @@ from typing import Any, TextIO
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import child_session
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, config_flags
+from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT_CPU, config_flags
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_SETTINGS
 
 RAY_LOGICAL_CPUS = 16
@@ -110,37 +111,73 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
         TrainingStalled: the failure guard stopped the run (its message, with ``resume_hint``).
         RuntimeError: the run failed otherwise (the last lines of its output in the message).
     """
-    metrics = out / "verl_metrics.jsonl"
+    def on_row(row: dict[str, Any]) -> None:
+        step = step_row(row)
+        if step is not None:
+            on_step(step)
+
+    command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *config_flags(PEARL_GSPO_CPU), *overrides,
+               f"hydra.run.dir={out / 'hydra'}"]
+    code, tail = _run_verl(command, metrics=out / "verl_metrics.jsonl", log=log, on_row=on_row)
+    if code == 0:
+        return
+    stall = [line for line in tail.splitlines() if STALL_MARK in line and "pearl/" in line]
+    if stall:
+        message = stall[-1].split("TrainingStalled: ", 1)[-1].strip()
+        raise TrainingStalled(message.replace("relaunch with trainer.resume_mode=auto", resume_hint))
+    raise _failed("main_ppo", code, tail)
+
+
+def run_sft(overrides: list[str], *, out: Path, log: TextIO) -> list[dict[str, Any]]:
+    """Run verl's SFT trainer (``torchrun -m verl.trainer.sft_trainer``, one process) from the ``pearl_sft_cpu``
+    config with ``overrides``, as the cluster's SFT recipes run it; Hydra's record goes to ``out/hydra``.
+
+    Returns:
+        verl's metrics of each step (``train/loss``, ``train/grad_norm``, ``train/lr``, ...).
+
+    Raises:
+        RuntimeError: the run failed (the last lines of its output in the message).
+    """
+    rows: list[dict[str, Any]] = []
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+               "-m", "verl.trainer.sft_trainer", *config_flags(PEARL_SFT_CPU), *overrides,
+               f"hydra.run.dir={out / 'hydra'}"]
+    code, tail = _run_verl(command, metrics=out / "verl_metrics.jsonl", log=log,
+                           on_row=lambda row: rows.append({"step": row["step"], **row.get("data", {})}))
+    if code != 0:
+        raise _failed("SFT trainer", code, tail)
+    return rows
+
+
+def _run_verl(command: list[str], *, metrics: Path, log: TextIO,
+              on_row: Callable[[dict[str, Any]], None]) -> tuple[int, str]:
+    """Run a verl trainer as a child on the CPU platform, its output appended to ``log``, ``on_row`` for each row
+    of verl's file logger (``metrics``) as it is written; returns its exit code and, when that is not 0, its output."""
+    metrics.parent.mkdir(parents=True, exist_ok=True)
     metrics.unlink(missing_ok=True)
     env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics),
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *config_flags(PEARL_GSPO_CPU), *overrides,
-               f"hydra.run.dir={out / 'hydra'}"]
     log.flush()
     start = log.tell()
     seen = 0
     with child_session(command, stdout=log, stderr=subprocess.STDOUT, env=env) as proc:
         while proc.poll() is None:
-            seen = _follow(metrics, seen, on_step)
+            seen = _follow(metrics, seen, on_row)
             time.sleep(0.5)
-    _follow(metrics, seen, on_step)
-    if proc.returncode != 0:
-        tail = _read_from(log, start)
-        stall = [line for line in tail.splitlines() if STALL_MARK in line and "pearl/" in line]
-        if stall:
-            message = stall[-1].split("TrainingStalled: ", 1)[-1].strip()
-            raise TrainingStalled(message.replace("relaunch with trainer.resume_mode=auto", resume_hint))
-        raise RuntimeError(f"verl's main_ppo exited with code {proc.returncode}; the end of its output:\n"
-                           + "\n".join(tail.splitlines()[-40:]))
+    _follow(metrics, seen, on_row)
+    return proc.returncode, ("" if proc.returncode == 0 else _read_from(log, start))
 
 
-def _follow(path: Path, seen: int, on_step: Callable[[dict[str, Any]], None]) -> int:
-    """Hand the complete lines after the first ``seen`` to ``on_step``; returns the number of lines consumed."""
+def _failed(what: str, code: int, output: str) -> RuntimeError:
+    return RuntimeError(f"verl's {what} exited with code {code}; the end of its output:\n"
+                        + "\n".join(output.splitlines()[-40:]))
+
+
+def _follow(path: Path, seen: int, on_row: Callable[[dict[str, Any]], None]) -> int:
+    """Hand the complete lines after the first ``seen`` to ``on_row``; returns the number of lines consumed."""
     for row in _complete_rows(path, seen):
         seen += 1
-        step = step_row(row)
-        if step is not None:
-            on_step(step)
+        on_row(row)
     return seen
 
 

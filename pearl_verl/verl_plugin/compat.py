@@ -12,9 +12,10 @@ point) carry most of the plugin, but eight couplings reach into verl's internals
 - the rollout-class registry ``verl.workers.rollout.base._ROLLOUT_REGISTRY`` (verl has a public
   registry for rollout replicas but none for the worker-side adapter), where the CPU ``hf``
   rollout adds its adapter;
-- ``verl.workers.engine_workers.initialize_global_process_group_ray``, which builds the backend
-  ``cpu:gloo,{device}:{backend}`` that torch rejects when the device is the CPU: in a
-  ``VERL_PLATFORM=cpu`` process the workers call it with plain ``gloo`` (the one patch of verl);
+- ``verl.workers.engine_workers.initialize_global_process_group_ray`` and
+  ``verl.utils.distributed.initialize_global_process_group`` (verl's SFT trainer's), which build the
+  backend ``cpu:gloo,{device}:{backend}`` that torch rejects when the device is the CPU: in a
+  ``VERL_PLATFORM=cpu`` process both start a plain ``gloo`` group (the one patch of verl);
 - verl's vLLM rollout classes and vLLM's layerwise reload, which the CPU fix of verl's weight sync
   into vLLM subclasses and calls (:mod:`pearl_verl.verl_plugin.cpu.vllm_sync`; checked only where vLLM
   is installed);
@@ -31,15 +32,18 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import importlib.util
 import inspect
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 from verl.trainer.ppo import ray_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+from verl.utils import distributed as verl_distributed
 from verl.utils.tokenizer.continuous_token import ContinuousTokenBuilder
 from verl.workers import engine_workers
 from verl.workers.engine.base import EngineRegistry
@@ -169,20 +173,38 @@ def _check_rollout_registry() -> None:
         )
 
 
-# --- the worker process group on the CPU -------------------------------------------------------
+# --- the process groups on the CPU --------------------------------------------------------------
 
 
 def use_gloo_process_group() -> None:
-    """In this process, verl's workers start their process group with ``gloo`` alone. Idempotent."""
+    """In this process, verl's workers and verl's SFT trainer start their process group with ``gloo`` alone.
+
+    Idempotent.
+    """
     original = engine_workers.initialize_global_process_group_ray
-    if getattr(original, "pearl_gloo", False):
-        return
+    if not getattr(original, "pearl_gloo", False):
+        def initialize_gloo(timeout_second: Any = None, backend: Any = None) -> Any:
+            return original(timeout_second=timeout_second, backend=backend or "gloo")
 
-    def initialize_gloo(timeout_second: Any = None, backend: Any = None) -> Any:
-        return original(timeout_second=timeout_second, backend=backend or "gloo")
+        initialize_gloo.pearl_gloo = True  # type: ignore[attr-defined]
+        engine_workers.initialize_global_process_group_ray = initialize_gloo
+    if not getattr(verl_distributed.initialize_global_process_group, "pearl_gloo", False):
+        verl_distributed.initialize_global_process_group = initialize_gloo_global_process_group
 
-    initialize_gloo.pearl_gloo = True  # type: ignore[attr-defined]
-    engine_workers.initialize_global_process_group_ray = initialize_gloo
+
+def initialize_gloo_global_process_group(timeout_second: int = 36000) -> tuple[int, int, int]:
+    """verl's ``initialize_global_process_group`` (torchrun's environment) with the backend ``gloo`` alone."""
+    import torch
+
+    torch.distributed.init_process_group(backend="gloo", timeout=timedelta(seconds=timeout_second),
+                                         init_method=os.environ.get("DIST_INIT_METHOD", None))
+    return int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+initialize_gloo_global_process_group.pearl_gloo = True  # type: ignore[attr-defined]
+
+SFT_PROCESS_GROUP_IMPORT = "from verl.utils.distributed import initialize_global_process_group"
+"""How ``verl.trainer.sft_trainer.run_sft`` reaches the function: at call time, so the patch above is what it runs."""
 
 
 def _check_process_group() -> None:
@@ -192,6 +214,15 @@ def _check_process_group() -> None:
         raise VerlCouplingError(
             "verl.workers.engine_workers.initialize_global_process_group_ray(timeout_second, backend) changed: "
             "the CPU platform cannot give verl's workers a gloo process group."
+        )
+    from verl.trainer import sft_trainer
+
+    run_sft = getattr(sft_trainer, "run_sft", None)
+    if not callable(getattr(verl_distributed, "initialize_global_process_group", None)) or not callable(run_sft) \
+            or SFT_PROCESS_GROUP_IMPORT not in inspect.getsource(run_sft):
+        raise VerlCouplingError(
+            "verl.trainer.sft_trainer.run_sft no longer imports verl.utils.distributed.initialize_global_process_group "
+            "when it runs: the CPU platform cannot give verl's SFT trainer a gloo process group."
         )
 
 
@@ -227,7 +258,7 @@ def check_couplings() -> list[Coupling]:
         _coupling("config root", _check_config_root),
         _coupling("legacy trainer hooks", _check_legacy_hooks),
         _coupling("rollout-class registry", _check_rollout_registry),
-        _coupling("worker process group", _check_process_group),
+        _coupling("process groups", _check_process_group),
         check_vllm_cpu_sync(),
     ]
 

@@ -35,6 +35,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${EXPERIMENT_NAME:=qwen3_30b_a3b_instruct_cold_start_sft}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/sft.sh"
 
-MODEL+=(model.lora_rank=0)
-OPTIM+=(optim.weight_decay=0.01)
 run_sft

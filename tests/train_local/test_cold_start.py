@@ -78,3 +78,50 @@ def test_a_mixed_pool_teaches_every_style_and_keeps_unfinished_dialogues(pool, s
     assert keep_for_pool([failed, episodes[0]], pool) == [episodes[0]]  # failed backends never become SFT data
     with pytest.raises(ValueError, match="unknown-pool|not one of"):
         asyncio.run(teacher_dialogues(simulator, samples, 1, EpisodeLimits(2), seed=0, pool="unknown-pool"))
+
+
+def test_hand_over_moves_the_sft_checkpoint_to_rls_step_0_with_rls_rate_and_adams_moments(tmp_path):
+    """The SFT trainer's checkpoint becomes RL's: the same weights and Adam moments, RL's rate, RL's schedule
+    from its step 0, and none of the SFT dataloader's state."""
+    import torch
+
+    from pearl_verl.train_local.cold_start import hand_over
+
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    for _ in range(3):  # three SFT steps at the SFT's rate
+        model(torch.ones(1, 3)).sum().backward()
+        optimizer.step()
+        scheduler.step()
+    sft = tmp_path / "sft" / "global_step_3"
+    (sft / "huggingface").mkdir(parents=True)
+    (sft / "huggingface" / "config.json").write_text("{}")
+    torch.save(model.state_dict(), sft / "model_world_size_1_rank_0.pt")
+    torch.save(optimizer.state_dict(), sft / "optim_world_size_1_rank_0.pt")
+    rng = torch.get_rng_state()
+    torch.save({"lr_scheduler": scheduler.state_dict(), "rng": {"cpu": rng}}, sft / "extra_state_world_size_1_rank_0.pt")
+    torch.save({"dataloader": 3}, sft / "data_0.pt")
+
+    actor = hand_over(sft, tmp_path / "checkpoints" / "global_step_0" / "actor", lr=2.5e-3)
+    assert sorted(p.name for p in actor.iterdir()) == [
+        "extra_state_world_size_1_rank_0.pt", "huggingface", "model_world_size_1_rank_0.pt",
+        "optim_world_size_1_rank_0.pt"]
+    assert not actor.with_name("actor.tmp").exists()
+
+    rl_model = torch.nn.Linear(3, 2)
+    rl_optimizer = torch.optim.AdamW(rl_model.parameters(), lr=2.5e-3)
+    rl_scheduler = torch.optim.lr_scheduler.LambdaLR(rl_optimizer, lambda step: 1.0)
+    rl_model.load_state_dict(torch.load(actor / "model_world_size_1_rank_0.pt"))
+    rl_optimizer.load_state_dict(torch.load(actor / "optim_world_size_1_rank_0.pt"))
+    extra = torch.load(actor / "extra_state_world_size_1_rank_0.pt", weights_only=False)
+    rl_scheduler.load_state_dict(extra["lr_scheduler"])
+    assert torch.equal(rl_model.weight, model.weight)
+    moments = optimizer.state_dict()["state"][0]
+    assert torch.equal(rl_optimizer.state_dict()["state"][0]["exp_avg"], moments["exp_avg"])  # Adam goes on
+    assert rl_scheduler.last_epoch == 0
+    rl_model(torch.ones(1, 3)).sum().backward()
+    rl_optimizer.step()
+    rl_scheduler.step()
+    assert [g["lr"] for g in rl_optimizer.param_groups] == [2.5e-3] == rl_scheduler.get_last_lr()
+    assert torch.equal(extra["rng"]["cpu"], rng)

@@ -1,7 +1,7 @@
 """``pearl-verl train-local`` end to end: the real entry point, a tiny model, verl's own trainer.
 
-Runs in subprocesses: the command installs verl's host-CPU platform and a process group (for the
-cold start), and starts verl's ``main_ppo`` with its Ray cluster as a child of its own.
+Runs in subprocesses: the command installs verl's host-CPU platform, and starts verl's SFT trainer (the cold
+start) and verl's ``main_ppo`` with its Ray cluster as children of its own.
 """
 
 import json
@@ -83,8 +83,16 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
     assert 0 < cold["cold_start/loss_last"] < cold["cold_start/loss_first"]  # SFT moved the tiny model
     assert cold["eval/dialogues"] == 2  # the policy RL starts from, evaluated
-    # RL runs in verl's trainer, from the cold start's export, with PEARL's parts (the pearl_gspo_cpu config's)
-    assert f"actor_rollout_ref.model.path={out.resolve() / 'cold_start' / 'model'}" in _verl_overrides(out)
+    # the cold start ran in verl's SFT trainer, from the pearl_sft_cpu config (as the cluster's from pearl_sft)
+    sft = yaml.safe_load((out / "cold_start" / "hydra" / ".hydra" / "config.yaml").read_text())
+    assert (sft["data"]["messages_key"], sft["optim"]["lr"], sft["trainer"]["device"]) == ("messages", 1e-2, "cpu")
+    sft_rows = [json.loads(line) for line in (out / "cold_start" / "verl_metrics.jsonl").read_text().splitlines()]
+    assert [r["data"]["train/loss"] for r in sft_rows if "train/loss" in r["data"]] == [
+        cold["cold_start/loss_first"], pytest.approx(sft_rows[1]["data"]["train/loss"]), cold["cold_start/loss_last"]]
+    # RL runs in verl's trainer, resuming the cold start's checkpoint, with PEARL's parts (the pearl_gspo_cpu config's)
+    start = out.resolve() / "checkpoints" / "global_step_0"
+    assert f"actor_rollout_ref.model.path={start / 'actor' / 'huggingface'}" in _verl_overrides(out)
+    assert f"trainer.resume_from_path={start}" in _verl_overrides(out)
     config = _verl_config(out)
     actor_rollout = config["actor_rollout_ref"]
     assert (config["algorithm"]["adv_estimator"], actor_rollout["actor"]["policy_loss"]["loss_mode"]) == ("pearl", "gspo")
@@ -103,6 +111,7 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         # differs by up to ~2e-4 here (2.02e-4 seen once); the weight sync itself is pinned by
         # test_main_ppo_on_cpu at lr 1e-2, where a dropped sync shows 7e-4 and more
         assert "pearl/advantage/nonzero_frac" in r and r["training/rollout_probs_diff_max"] < 5e-4
+        assert r["actor/lr"] == 2.5e-3  # RL's rate: the cold start's (1e-2) stayed with the SFT
     assert (out / "checkpoints" / "global_step_2" / "actor" / "huggingface" / "config.json").exists()
     # every step's dialogues with their judge fields, shaped rewards and the advantage the update used
     dumped = [json.loads(line) for line in (out / "dialogues" / "step_0002.jsonl").read_text().splitlines()]
@@ -185,6 +194,8 @@ def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
     # verl's FSDP engine autocasts to bf16 unless mixed_precision says float32
     assert precision_overrides("float32") == [
         "+actor_rollout_ref.actor.fsdp_config.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"]
+    assert precision_overrides("float32", "engine") == [  # verl's SFT trainer's engine
+        "+engine.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"]
     assert precision_overrides("bfloat16") == []
 
 

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import verl
@@ -104,3 +105,21 @@ def watched_run():
     for run in runs:
         if run.proc.poll() is None:
             run.kill()
+
+
+@pytest.fixture
+def sft_command():
+    """``sft_command(recipe, *args, **env)``: (launcher arguments, Hydra overrides) an SFT recipe's ``--dry-run``
+    prints, after checking that it runs verl's SFT trainer from the ``pearl_sft`` config."""
+    from pearl_verl.verl_plugin.config import PEARL_SFT, config_flags
+
+    def _command(recipe: Path, *args: str, **env: str) -> tuple[list[str], list[str]]:
+        proc = subprocess.run(["bash", str(recipe), "--dry-run", *args], capture_output=True, text=True, check=True,
+                              env={**os.environ, **env})
+        command = proc.stdout.splitlines()
+        split = command.index("-m")
+        assert command[0] == "torchrun" and command[split + 1] == "verl.trainer.sft_trainer"
+        assert command[split + 2 : split + 4] == config_flags(PEARL_SFT)
+        return command[:split], command[split + 4 :]
+
+    return _command

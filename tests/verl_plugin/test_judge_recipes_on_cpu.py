@@ -13,6 +13,7 @@ from verl.utils.config import omega_conf_to_dataclass
 from verl.workers.config import FSDPEngineConfig, FSDPOptimizerConfig
 
 from pearl_verl.llm.local_server import LocalChatServer
+from pearl_verl.verl_plugin.config import PEARL_SFT, compose_config
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "pearl"
 SFT = RECIPES / "run_qwen3_32b_judge_sft.sh"
@@ -25,17 +26,10 @@ def dry_run(script: Path, *args: str, **env: str) -> list[str]:
     return proc.stdout.splitlines()
 
 
-def sft_overrides(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
-    command = dry_run(SFT, *args, DATA_DIR=str(tmp_path), MODEL_PATH=str(tmp_path / "qwen3-32b"))
-    split = command.index("-m")
-    assert command[0] == "torchrun" and command[split + 1] == "verl.trainer.sft_trainer"
-    return command[:split], command[split + 2 :]
-
-
-def test_sft_recipe_composes_with_verls_sft_config_and_has_the_papers_settings(verl_config, tmp_path):
-    launcher, overrides = sft_overrides(tmp_path)
+def test_sft_recipe_composes_with_verls_sft_config_and_has_the_papers_settings(sft_command, tmp_path):
+    launcher, overrides = sft_command(SFT, DATA_DIR=str(tmp_path), MODEL_PATH=str(tmp_path / "qwen3-32b"))
     assert "--nnodes=2" in launcher and "--nproc_per_node=8" in launcher
-    cfg = verl_config(overrides, config_name="sft_trainer_engine")  # unknown keys fail here
+    cfg = compose_config(PEARL_SFT, overrides)  # unknown keys fail here
     engine = omega_conf_to_dataclass(cfg.engine)
     optim = omega_conf_to_dataclass(cfg.optim)
     checkpoint = omega_conf_to_dataclass(cfg.checkpoint)
@@ -52,10 +46,11 @@ def test_sft_recipe_composes_with_verls_sft_config_and_has_the_papers_settings(v
     assert OmegaConf.select(cfg, "data.pad_mode") == "no_padding" and cfg.data.truncation == "error"
 
 
-def test_sft_recipe_typo_fails_before_any_gpu_is_touched(verl_config, tmp_path):
-    _, overrides = sft_overrides(tmp_path, "optim.learning_rate=1e-5")
+def test_sft_recipe_typo_fails_before_any_gpu_is_touched(sft_command, tmp_path):
+    _, overrides = sft_command(SFT, "optim.learning_rate=1e-5", DATA_DIR=str(tmp_path),
+                               MODEL_PATH=str(tmp_path / "qwen3-32b"))
     with pytest.raises(ConfigCompositionException, match="Could not override 'optim.learning_rate'"):
-        verl_config(overrides, config_name="sft_trainer_engine")
+        compose_config(PEARL_SFT, overrides)
 
 
 def test_serve_recipe_prints_vllm_serve_with_prefix_caching():

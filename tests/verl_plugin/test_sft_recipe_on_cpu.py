@@ -9,7 +9,6 @@ group, which must not leak into the other tests' process.
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,7 @@ from verl.workers.config import FSDPEngineConfig, FSDPOptimizerConfig
 
 from pearl_verl.data.prepare import PrepareConfig, SourceSpec, build_rows, write_rows
 from pearl_verl.sft import gen_cli
+from pearl_verl.verl_plugin.config import PEARL_SFT, compose_config
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_qwen3_30b_a3b_instruct_sft.sh"
 
@@ -46,18 +46,21 @@ CPU_OVERRIDES = [
 
 TRAIN = textwrap.dedent(
     """
-    import json, os, sys
+    import json, sys
     import torch
-    import verl
-    from hydra import compose, initialize_config_dir
-    from pearl_verl.train_local.runtime import policy_state_dict, setup_process
+    from torch.distributed.tensor import DTensor
+    from pearl_verl.train_local.runtime import setup_process
+    from pearl_verl.verl_plugin.config import PEARL_SFT, compose_config
 
     setup_process()  # host-CPU verl platform + 1-rank gloo group
     from verl.trainer.sft_trainer import SFTTrainer
     from verl.utils import tensordict_utils as tu
 
-    with initialize_config_dir(os.path.join(os.path.dirname(verl.__file__), "trainer", "config"), version_base=None):
-        config = compose(config_name="sft_trainer_engine", overrides=json.loads(sys.argv[1]))
+    def policy_state_dict(worker):  # copies: on one rank full_tensor() may be the parameter's own storage
+        return {name: (v.full_tensor() if isinstance(v, DTensor) else v).detach().clone()
+                for name, v in worker.engine.module.state_dict().items()}
+
+    config = compose_config(PEARL_SFT, json.loads(sys.argv[1]))  # the recipe's config and overrides
     trainer = SFTTrainer(config)
     before = policy_state_dict(trainer.training_client)
     seen = {"train": [], "val": []}
@@ -81,21 +84,10 @@ TRAIN = textwrap.dedent(
 )
 
 
-def dry_run(**env: str) -> tuple[list[str], list[str]]:
-    """(launcher arguments, Hydra overrides) the recipe would run."""
-    proc = subprocess.run(
-        ["bash", str(RECIPE), "--dry-run"], capture_output=True, text=True, check=True, env={**os.environ, **env}
-    )
-    command = proc.stdout.splitlines()
-    split = command.index("-m")
-    assert command[0] == "torchrun" and command[split + 1] == "verl.trainer.sft_trainer"
-    return command[:split], command[split + 2 :]
-
-
-def test_recipe_composes_with_verls_sft_config_and_has_the_papers_settings(verl_config, tmp_path):
-    launcher, overrides = dry_run(DATA_DIR=str(tmp_path))
+def test_recipe_composes_with_verls_sft_config_and_has_the_papers_settings(sft_command, tmp_path):
+    launcher, overrides = sft_command(RECIPE, DATA_DIR=str(tmp_path))
     assert "--nnodes=1" in launcher and "--nproc_per_node=8" in launcher  # one 8-GPU node, as in the paper
-    cfg = verl_config(overrides, config_name="sft_trainer_engine")  # unknown keys fail here
+    cfg = compose_config(PEARL_SFT, overrides)  # unknown keys fail here
     engine, optim = omega_conf_to_dataclass(cfg.engine), omega_conf_to_dataclass(cfg.optim)
     assert isinstance(engine, FSDPEngineConfig) and engine.strategy == "fsdp2"
     assert isinstance(optim, FSDPOptimizerConfig) and optim.optimizer == "AdamW"
@@ -109,10 +101,10 @@ def test_recipe_composes_with_verls_sft_config_and_has_the_papers_settings(verl_
     assert cfg.data.train_files == str(tmp_path / "pearl_sft/train.parquet")
 
 
-def test_recipe_typo_fails_before_any_gpu_is_touched(verl_config, tmp_path):
-    _, overrides = dry_run(DATA_DIR=str(tmp_path))
+def test_recipe_typo_fails_before_any_gpu_is_touched(sft_command, tmp_path):
+    _, overrides = sft_command(RECIPE, DATA_DIR=str(tmp_path))
     with pytest.raises(ConfigCompositionException, match="Could not override 'optim.learning_rate'"):
-        verl_config([*overrides, "optim.learning_rate=1e-5"], config_name="sft_trainer_engine")
+        compose_config(PEARL_SFT, [*overrides, "optim.learning_rate=1e-5"])
 
 
 def _gen_sft_data(tmp_path: Path) -> Path:
@@ -128,12 +120,13 @@ def _gen_sft_data(tmp_path: Path) -> Path:
     return out
 
 
-def test_the_recipe_trains_two_cpu_steps_of_verls_sft_trainer_on_gen_sft_output(tmp_path):
+def test_the_recipe_trains_two_cpu_steps_of_verls_sft_trainer_on_gen_sft_output(sft_command, tmp_path):
     from pearl_verl.models.tiny import build_tiny_model
 
     data = _gen_sft_data(tmp_path)
     model = build_tiny_model(tmp_path / "model", moe=True)  # Qwen3-MoE, the paper's family, at toy size
-    _, overrides = dry_run(
+    _, overrides = sft_command(
+        RECIPE,
         MODEL_PATH=str(model),
         TRAIN_FILES=str(data / "train.parquet"),
         VAL_FILES=str(data / "val.parquet"),

@@ -1,8 +1,8 @@
-"""PEARL's verl settings, written once as Hydra configs on top of verl's own ``ppo_trainer``.
+"""PEARL's verl settings, written once as Hydra configs on top of verl's own ``ppo_trainer`` and ``sft_trainer_engine``.
 
 Every PEARL run reads them: the cluster recipes, the CPU recipe and ``pearl-verl train-local``
-pass ``--config-path=pkg://pearl_verl.verl_plugin.config --config-name=NAME`` to main_ppo, and the
-tests compose the same files. What a run sets on its command line is what differs between runs:
+pass ``--config-path=pkg://pearl_verl.verl_plugin.config --config-name=NAME`` to main_ppo or to verl's
+SFT trainer, and the tests compose the same files. What a run sets on its command line is what differs between runs:
 sizes, learning rate, engine, endpoints, paths.
 
 - ``pearl_adv_gspo``: the paper's GSPO with the PEARL estimator; all that the estimator-only
@@ -11,6 +11,8 @@ sizes, learning rate, engine, endpoints, paths.
   ``pearl_judge`` reward and the ``pearl_sync`` trainer mode.
 - ``pearl_gspo_cpu``: the method on a host CPU (verl's platform ``cpu``): engine precision,
   attention and the few workers a 2-core machine has room for.
+- ``pearl_sft``: verl's SFT trainer as the tutor's cold start and the judge's finetune use it (the chat
+  column, AdamW at a constant rate, the Hugging Face export); ``pearl_sft_cpu``: the same on a host CPU.
 
 YAML rather than Python or bash: it is how verl ships its own settings and recipes, a user reads it
 without running anything, and ``--cfg job`` shows where each value comes from.
@@ -20,7 +22,9 @@ CONFIG_MODULE = "pearl_verl.verl_plugin.config"
 PEARL_ADV_GSPO = "pearl_adv_gspo"
 PEARL_GSPO = "pearl_gspo"
 PEARL_GSPO_CPU = "pearl_gspo_cpu"
-CONFIG_NAMES = (PEARL_ADV_GSPO, PEARL_GSPO, PEARL_GSPO_CPU)
+PEARL_SFT = "pearl_sft"
+PEARL_SFT_CPU = "pearl_sft_cpu"
+CONFIG_NAMES = (PEARL_ADV_GSPO, PEARL_GSPO, PEARL_GSPO_CPU, PEARL_SFT, PEARL_SFT_CPU)
 
 
 def _known(name: str) -> str:
@@ -30,12 +34,12 @@ def _known(name: str) -> str:
 
 
 def config_flags(name: str) -> list[str]:
-    """The Hydra command-line flags that make a main_ppo (ours or verl's) start from config ``name``."""
+    """The Hydra command-line flags that make a main_ppo (ours or verl's) or verl's SFT trainer start from ``name``."""
     return [f"--config-path=pkg://{CONFIG_MODULE}", f"--config-name={_known(name)}"]
 
 
 def compose_config(name: str, overrides: list[str]):
-    """The config main_ppo runs with ``config_flags(name) + overrides`` (Hydra's compose, no run)."""
+    """The config a trainer runs with ``config_flags(name) + overrides`` (Hydra's compose, no run)."""
     from hydra import compose, initialize_config_module
 
     with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):

@@ -11,8 +11,8 @@ every Ray worker before any verl module reads the device. It always registers, a
   only where that build is the installed vLLM.
 
 In a process where ``VERL_PLATFORM=cpu`` it also registers verl's FSDP engine for the ``cpu``
-device and makes verl's worker process group plain gloo (verl builds ``cpu:gloo,cpu:gloo``, which
-torch rejects), and serves ``rollout.name=vllm`` with verl's vLLM rollout classes subclassed
+device and makes the process groups of verl's workers and of verl's SFT trainer plain gloo (verl
+builds ``cpu:gloo,cpu:gloo``, which torch rejects), and serves ``rollout.name=vllm`` with verl's vLLM rollout classes subclassed
 for a weight sync that vLLM's CPU kernels accept (:mod:`pearl_verl.verl_plugin.cpu.vllm_sync`). All are
 couplings of :mod:`pearl_verl.verl_plugin.compat`, checked by ``pearl-verl doctor``. On a machine
 with a GPU nothing changes unless the user sets both.

@@ -2,8 +2,12 @@
 # verl's SFT trainer (FSDP2, torchrun), shared by the tutor cold-start and the judge SFT recipes (sourced,
 # not run): full finetune, one epoch, AdamW at a fixed 5e-6, global batch 256, as the paper's appendix states.
 #
+# What every PEARL SFT run shares (the chat column, AdamW at a constant rate, the Hugging Face export) is the
+# pearl_sft config in pearl_verl/verl_plugin/config/, which train-local's cold start reads too (as pearl_sft_cpu);
+# CONFIG names it. What this file adds is each run's: sizes, rate, paths, the GPU-only engine settings.
+#
 # A recipe sets its own defaults first (`: "${MAX_LENGTH:=8192}"`), then sources this file; the user's
-# environment wins over both. Leaves arrays DATA, MODEL, ENGINE, OPTIM, TRAINER and run_sft.
+# environment wins over both. Leaves arrays CONFIG (first), DATA, MODEL, ENGINE, OPTIM, TRAINER and run_sft.
 
 # ---- user-adjustable ----
 : "${DATA_DIR:=$HOME/data}"
@@ -28,17 +32,17 @@
 : "${SAVE_DIR:=checkpoints/$PROJECT_NAME/$EXPERIMENT_NAME}"
 # ---- end user-adjustable ----
 
+CONFIG=(--config-path=pkg://pearl_verl.verl_plugin.config --config-name=pearl_sft)
+
 DATA=(
     data.train_files="$TRAIN_FILES"
     data.val_files="$VAL_FILES"
-    data.messages_key=messages
     data.train_batch_size=${TRAIN_BATCH_SIZE}
     data.micro_batch_size_per_gpu=1
     data.use_dynamic_bsz=True
     data.max_token_len_per_gpu=${MAX_TOKEN_LEN_PER_GPU}
     data.max_length=${MAX_LENGTH}
     data.truncation=error
-    data.pad_mode=no_padding
 )
 
 MODEL=(
@@ -48,18 +52,13 @@ MODEL=(
 )
 
 ENGINE=(
-    engine.strategy=fsdp2
     engine.param_offload=${OFFLOAD}
     engine.optimizer_offload=${OFFLOAD}
     engine.ulysses_sequence_parallel_size=${SP_SIZE}
 )
 
 OPTIM=(
-    optim.optimizer=AdamW
     optim.lr=${LR}
-    optim.lr_scheduler_type=constant
-    optim.lr_warmup_steps_ratio=0.0
-    optim.clip_grad=1.0
 )
 
 TRAINER=(
@@ -72,12 +71,11 @@ TRAINER=(
     trainer.n_gpus_per_node=${NGPUS_PER_NODE}
     trainer.save_freq=after_each_epoch
     trainer.test_freq=after_each_epoch
-    checkpoint.save_contents='["model","optimizer","extra","hf_model"]'
 )
 
 # run_sft: launch verl's SFT trainer on this node with the arrays above, the recipe's and the user's overrides.
 run_sft() {
     run_or_print torchrun --nnodes="${NNODES}" --nproc_per_node="${NGPUS_PER_NODE}" --node_rank="${NODE_RANK}" \
         --master_addr="${MASTER_ADDR}" --master_port="${MASTER_PORT}" -m verl.trainer.sft_trainer \
-        "${DATA[@]}" "${MODEL[@]}" "${ENGINE[@]}" "${OPTIM[@]}" "${TRAINER[@]}" "${RECIPE_ARGS[@]}"
+        "${CONFIG[@]}" "${DATA[@]}" "${MODEL[@]}" "${ENGINE[@]}" "${OPTIM[@]}" "${TRAINER[@]}" "${RECIPE_ARGS[@]}"
 }
