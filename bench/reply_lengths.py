@@ -46,7 +46,7 @@ def defaults() -> dict[str, int | None]:
     from pearl_verl.eval.annotate import LLMAnnotator
     from pearl_verl.eval.protocol import EvalProtocol
     from pearl_verl.judge.config import JudgeConfig
-    from pearl_verl.knowledge.decomposer import EXTRACTION_SAMPLING
+    from pearl_verl.knowledge.decompose_once import EXTRACTION_SAMPLING
     from pearl_verl.sft.gen_cli import TEACHER_SAMPLING
     from pearl_verl.student.config import StudentConfig
 

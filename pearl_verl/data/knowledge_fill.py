@@ -1,6 +1,6 @@
 """Fill the knowledge-decomposition cache for prepared problems ahead of training.
 
-The same :class:`~pearl_verl.knowledge.decomposer.Decomposer` and
+The same :class:`~pearl_verl.knowledge.decompose_once.Decomposer` and
 :class:`~pearl_verl.knowledge.cache.DecompositionCache` as ``pearl-verl decompose`` and the
 training-time simulator, so training workers that point ``pearl.student.cache_dir`` at the same
 directory (with the same extraction model name in ``pearl.student.model`` and the LLM decomposer)
@@ -50,7 +50,7 @@ def fill_cache(
     """
     from pearl_verl.knowledge.cache import DecompositionCache
     from pearl_verl.knowledge.curriculum import load_curriculum
-    from pearl_verl.knowledge.decomposer import Decomposer
+    from pearl_verl.knowledge.decompose_once import Decomposer
 
     if concurrency < 1:
         raise InputError(f"extraction concurrency={concurrency} must be >= 1.")

@@ -5,7 +5,7 @@ No verl imports. See docs/simulator.md for the vocabulary, the rules and the cac
 
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum, KnowledgeUnit, load_curriculum
-from pearl_verl.knowledge.decomposer import Decomposer
+from pearl_verl.knowledge.decompose_once import Decomposer
 from pearl_verl.knowledge.decomposition import Decomposition, DecompositionError, SolutionStep
 from pearl_verl.knowledge.extract import parse_extraction, rule_decomposition
 

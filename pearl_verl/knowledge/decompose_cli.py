@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.knowledge.cache import DecompositionCache
     from pearl_verl.knowledge.curriculum import load_curriculum
-    from pearl_verl.knowledge.decomposer import Decomposer
+    from pearl_verl.knowledge.decompose_once import Decomposer
 
     if bool(args.base_url) != bool(args.model):
         raise InputError("--base-url and --model go together (both for the LLM extractor, neither for the rules).")

@@ -32,7 +32,7 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum, load_curriculum
-from pearl_verl.knowledge.decomposer import Decomposer
+from pearl_verl.knowledge.decompose_once import Decomposer
 from pearl_verl.knowledge.decomposition import Decomposition
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message
 from pearl_verl.student import mastery as mastery_rules

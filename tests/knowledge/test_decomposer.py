@@ -7,7 +7,7 @@ import re
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import load_curriculum
-from pearl_verl.knowledge.decomposer import Decomposer
+from pearl_verl.knowledge.decompose_once import Decomposer
 from pearl_verl.llm import EndpointConfig, LLMCallError, OpenAIChatClient
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 from pearl_verl.llm.scripted import ScriptedChatBackend
