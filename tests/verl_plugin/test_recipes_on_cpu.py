@@ -13,7 +13,7 @@ from verl.trainer.config import AlgoConfig
 from verl.utils.config import omega_conf_to_dataclass
 
 from pearl_verl.verl_plugin import config as config_module
-from pearl_verl.verl_plugin.config import compose_config, config_flags
+from pearl_verl.verl_plugin.config import PEARL_SFT, PEARL_SFT_CPU, compose_config, config_flags
 from pearl_verl.verl_plugin.main_ppo import prepare
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "pearl"
@@ -279,6 +279,58 @@ def test_the_method_is_written_once_in_the_pearl_configs(tmp_path):
     for run, overrides in runs.items():
         keys = {o.split("=", 1)[0].lstrip("+") for o in overrides}
         assert keys & method - knobs == set(), run
+
+
+# What may differ between two PEARL SFT runs' composed configs: device and engine, sizes and rate, seeds, the model,
+# the data and where the run's files go. The rest (pearl_sft's parts) must be the same everywhere.
+SFT_RUN_KEYS = (
+    "trainer.device", "data.num_workers", "data.use_dynamic_bsz", "model.use_remove_padding",
+    "model.enable_gradient_checkpointing", "model.override_config.", "engine.model_dtype", "engine.use_torch_compile",
+    "engine.mixed_precision.", "engine.param_offload", "engine.optimizer_offload", "engine.ulysses_sequence_parallel_size",
+    "data.train_batch_size", "data.micro_batch_size_per_gpu", "data.max_token_len_per_gpu", "data.max_length",
+    "data.truncation", "optim.lr", "engine.seed", "trainer.seed", "model.path", "data.train_files", "data.val_files",
+    "trainer.total_training_steps", "trainer.total_epochs", "trainer.save_freq", "trainer.test_freq", "trainer.resume_mode",
+    "trainer.default_local_dir", "trainer.logger", "trainer.project_name", "trainer.experiment_name", "trainer.nnodes",
+    "trainer.n_gpus_per_node",
+)
+SFT_RECIPE = RECIPES / "run_qwen3_30b_a3b_instruct_sft.sh"
+SFT_METHOD = {
+    "data.messages_key": "messages", "data.pad_mode": "no_padding", "model.lora_rank": 0, "engine.strategy": "fsdp2",
+    "optim.optimizer": "AdamW", "optim.lr_scheduler_type": "constant", "optim.lr_warmup_steps_ratio": 0.0,
+    "optim.clip_grad": 1.0, "optim.weight_decay": 0.01,
+    "checkpoint.save_contents": ["model", "optimizer", "extra", "hf_model"],
+}
+
+
+def _train_local_sft_overrides(tmp_path: Path) -> list[str]:
+    from pearl_verl.train_local.cold_start import sft_overrides
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.runtime import SFT_ENGINE, precision_overrides
+
+    c = LocalTrainConfig()
+    return sft_overrides(parquet=tmp_path / "d.parquet", model=tmp_path / "m", out=tmp_path / "cold_start",
+                         steps=c.cold_start_steps, batch_size=c.batch_problems * c.group_size,
+                         micro_batch_size=c.micro_batch_size, max_length=c.prompt_length + c.response_length,
+                         lr=c.sft_learning_rate, seed=c.seed, mixed_precision=precision_overrides("float32", SFT_ENGINE))
+
+
+def test_train_locals_cold_start_runs_the_cluster_sft_recipes_config_outside_device_engine_and_sizes(
+        sft_command, tmp_path):
+    train_local = compose_config(PEARL_SFT_CPU, _train_local_sft_overrides(tmp_path))
+    recipe = compose_config(PEARL_SFT, sft_command(SFT_RECIPE, DATA_DIR=str(tmp_path))[1])
+    assert {k: v for k, v in differences(train_local, recipe).items() if not k.startswith(SFT_RUN_KEYS)} == {}
+    assert all(flat(train_local)[key] == flat(recipe)[key] == value for key, value in SFT_METHOD.items())
+
+
+def test_the_sft_settings_are_written_once_in_the_pearl_sft_config(sft_command, tmp_path):
+    """No SFT recipe and not train-local's cold start sets a key of config/parts/sft.yaml: every run reads it there."""
+
+    method = set(flat(OmegaConf.load(Path(config_module.__file__).parent / "parts" / "sft.yaml")))
+    assert set(SFT_METHOD) <= method
+    runs = {"train-local": _train_local_sft_overrides(tmp_path),
+            **{name: sft_command(RECIPES / name)[1] for name in (SFT_RECIPE.name, "run_qwen3_32b_judge_sft.sh")}}
+    for run, overrides in runs.items():
+        assert {o.split("=", 1)[0].lstrip("+") for o in overrides} & method == set(), run
 
 
 def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(tmp_path):

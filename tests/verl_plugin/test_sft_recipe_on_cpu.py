@@ -145,3 +145,4 @@ def test_the_recipe_trains_two_cpu_steps_of_verls_sft_trainer_on_gen_sft_output(
     assert all(math.isfinite(loss) and loss > 0 for loss in result["train"] + result["val"]) and result["val"]
     assert result["changed"] > result["params"] // 2  # AdamW moved the weights
     assert (tmp_path / "ckpt" / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+
