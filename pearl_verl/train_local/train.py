@@ -135,7 +135,7 @@ class LocalRun:
         self.extra_overrides = list(extra_overrides)
         random.seed(config.seed)
         torch.manual_seed(config.seed)
-        setup_process()  # verl's host-CPU platform here too: the checks and the cold start read it
+        setup_process()  # verl's host-CPU platform here too: the checks and the held-out evaluation read it
         head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
         self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
         self.cold_start_checkpoint = self.out / "checkpoints" / "global_step_0"
