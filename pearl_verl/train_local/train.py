@@ -36,7 +36,8 @@ from pearl_verl.models.prepare import prepare_model
 from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
-from pearl_verl.train_local.runtime import compose_verl_config, precision_overrides, setup_process
+from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides, setup_process
+from pearl_verl.train_local.verl_run import hf_export
 from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,11 @@ def cpu_has_native_bf16() -> bool:
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def train_precision(config: LocalTrainConfig, engine: str = RL_ENGINE) -> list[str]:
+    """The update's precision overrides for the FSDP engine at ``engine`` (RL's actor or the cold start's SFT)."""
+    return precision_overrides(_dtype_name(resolve_dtype(config.train_dtype, config.model, "train")), engine)
 
 
 def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
@@ -96,7 +102,7 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
         f"+pearl.advantage.gamma={c.gamma}",
         f"+pearl.agent.max_tutor_turns={c.max_tutor_turns}",
         f"+pearl.agent.max_tokens_per_turn={c.max_tokens_per_turn}",
-        *precision_overrides(_dtype_name(resolve_dtype(c.train_dtype, c.model, "train"))),
+        *train_precision(c),
     ]
 
 
@@ -139,7 +145,7 @@ class LocalRun:
         head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
         self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
         self.cold_start_checkpoint = self.out / "checkpoints" / "global_step_0"
-        self.cold_start_dir = self.cold_start_checkpoint / "actor" / "huggingface"
+        self.cold_start_dir = hf_export(self.out, 0)
         self.policy_dir = self.cold_start_dir if config.cold_start_steps else self.model_dir
         self.rollout_dtype = resolve_dtype(config.rollout_dtype, config.model)
         try:
@@ -209,11 +215,10 @@ class LocalRun:
         episodes = keep_for_pool(generated, c.cold_start_teachers)
         folder = self.out / "cold_start"
         parquet = write_sft_parquet(episodes, folder / "teacher_dialogues.parquet")
-        precision = precision_overrides(_dtype_name(resolve_dtype(c.train_dtype, c.model, "train")), SFT_ENGINE)
         rows = run_sft(sft_overrides(parquet=parquet, model=self.model_dir, out=folder, steps=c.cold_start_steps,
                                      batch_size=c.batch_problems * c.group_size, micro_batch_size=c.micro_batch_size,
                                      max_length=c.prompt_length + c.response_length, lr=c.sft_learning_rate,
-                                     seed=c.seed, mixed_precision=precision),
+                                     seed=c.seed, mixed_precision=train_precision(c, SFT_ENGINE)),
                        out=folder, log=log)
         hand_over(folder / "checkpoints" / f"global_step_{c.cold_start_steps}", self.cold_start_checkpoint / "actor",
                   c.learning_rate)
@@ -241,7 +246,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     from tqdm import tqdm
 
     from pearl_verl.train_local.role_rates import served_roles, student_mode
-    from pearl_verl.train_local.verl_run import hf_export, latest_checkpoint, run_main_ppo
+    from pearl_verl.train_local.verl_run import latest_checkpoint, run_main_ppo
 
     run = LocalRun(config, extra_overrides)
     out = run.out
@@ -313,8 +318,6 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
 
 
 def checkpoint_steps(out: Path) -> list[int]:
-    from pearl_verl.train_local.verl_run import hf_export
-
     steps = [int(p.name.rsplit("_", 1)[1]) for p in (out / "checkpoints").glob("global_step_*")]
     return sorted(s for s in steps if (hf_export(out, s) / "config.json").exists())
 
