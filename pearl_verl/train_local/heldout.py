@@ -1,14 +1,18 @@
 """Held-out evaluation of a local run: what a person reads to see whether the tutor got better.
 
-Every evaluation tutors the same held-out problems and students with fixed seeds, so two
-evaluations of a run compare like with like, dialogue for dialogue. Besides the judge's reward it
-records observable features of each dialogue (from :func:`pearl_verl.judge.features.extract_features`,
-the features the offline judge reads), so a change in reward can be traced to a change in what the
-tutor writes.
+The evaluation is verl's validation inside ``main_ppo`` (:func:`pearl_verl.train_local.verl_run.validation_overrides`):
+the held-out problems, each tutored ``group size x eval seeds`` times on the run's rollout engine and scored
+by its reward loop's judge, before training and every ``eval_every`` steps. The ``pearl_sync`` trainer writes
+each validation's judged dialogues (``validation/<step>.pearl.jsonl``); this module reads them into a
+:class:`HeldOut`, pairs two of them dialogue for dialogue (same problem, student condition and group
+member), and records observable features of each dialogue (from
+:func:`pearl_verl.judge.features.extract_features`, the features the offline judge reads), so a change in
+reward can be traced to a change in what the tutor writes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Sequence
@@ -53,13 +57,15 @@ class HeldOut:
 
     Attributes:
         step: training step of the evaluated policy.
-        seeds: eval seeds used; ``rewards`` holds ``len(rewards) // seeds`` dialogues per seed.
+        seeds: eval seeds used: each problem's dialogues are ``seeds`` groups of the run's group size.
         rewards: mean judge reward per dialogue; None where the judge failed.
         dims: per dimension, the score per dialogue (None where the judge failed).
         observed: per observable, its value per dialogue.
         episodes: the dialogues.
-        judgements: per dialogue, the judgement as ``pearl-verl judge`` writes it, criteria and
-            rationales included (for ``pearl-verl view``); empty in files written before they were kept.
+        judgements: per dialogue, the judge's fields (for ``pearl-verl view``); in files written before the
+            evaluation ran in verl's validation, the judgement as ``pearl-verl judge`` writes it.
+        slots: per dialogue, ``[eval seed, problem, group member]``: what pairs two evaluations (empty in files
+            written before: they pair by position).
     """
 
     step: int
@@ -69,20 +75,34 @@ class HeldOut:
     observed: dict[str, list[float]] = field(default_factory=dict)
     episodes: list[EpisodeRecord] = field(default_factory=list)
     judgements: list[dict[str, Any]] = field(default_factory=list)
+    slots: list[list[int]] = field(default_factory=list)
 
     @classmethod
     def of(cls, step: int, seeds: int, episodes: Sequence[EpisodeRecord], infos: Sequence[dict[str, Any]],
-           judgements: Sequence[dict[str, Any]] = ()) -> HeldOut:
+           judgements: Sequence[dict[str, Any]] = (), slots: Sequence[Sequence[int]] = ()) -> HeldOut:
         ok = [bool(info["judge_ok"]) for info in infos]
         rewards = [statistics.fmean(float(info[d]) for d in DIMENSIONS) if good else None for info, good in zip(infos, ok)]
         dims = {d: [float(info[d]) if good else None for info, good in zip(infos, ok)] for d in DIMENSIONS}
         per_episode = [observables(e) for e in episodes]
         observed = {name: [row[name] for row in per_episode] for name in OBSERVABLES}
-        return cls(step, seeds, rewards, dims, observed, list(episodes), list(judgements))
+        return cls(step, seeds, rewards, dims, observed, list(episodes), list(judgements), [list(s) for s in slots])
+
+    @classmethod
+    def from_validation(cls, path: Path, seeds: int, group_size: int) -> HeldOut:
+        """The validation dump ``path`` (``<step>.pearl.jsonl``, rows with ``problem`` and ``member``) of a
+        validation that drew ``seeds * group_size`` dialogues per problem; a row without its episode is left out."""
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [row for row in rows if row.get("episode")]
+        slots = sorted(([row["member"] // group_size, row["problem"], row["member"] % group_size], row) for row in rows)
+        step = int(rows[0]["step"]) if rows else int(path.name.split(".")[0])
+        return cls.of(step, seeds, [EpisodeRecord.from_dict(row["episode"]) for _, row in slots],
+                      [row["judge"] for _, row in slots], [row["judge"] for _, row in slots], [slot for slot, _ in slots])
 
     @property
     def seed_means(self) -> list[float]:
         """Mean reward under each eval seed (their spread is the evaluation's own noise)."""
+        if self.slots:
+            return [_mean([r for r, slot in zip(self.rewards, self.slots) if slot[0] == k]) for k in range(self.seeds)]
         size = len(self.rewards) // self.seeds
         return [_mean(self.rewards[k * size : (k + 1) * size]) for k in range(self.seeds)]
 
@@ -101,6 +121,14 @@ class HeldOut:
         return out
 
 
+def paired(before: HeldOut, after: HeldOut) -> list[tuple[int, int]]:
+    """Positions ``(i, j)`` of the same dialogue slot in ``before`` and ``after`` (by slot, else by position)."""
+    if before.slots and after.slots:
+        where = {tuple(slot): j for j, slot in enumerate(after.slots)}
+        return [(i, where[tuple(slot)]) for i, slot in enumerate(before.slots) if tuple(slot) in where]
+    return [(i, i) for i in range(min(len(before.rewards), len(after.rewards)))]
+
+
 def _mean(values: Sequence[float | None]) -> float:
     kept = [v for v in values if v is not None]
     return statistics.fmean(kept) if kept else math.nan
@@ -109,7 +137,8 @@ def _mean(values: Sequence[float | None]) -> float:
 def summary(before: HeldOut, after: HeldOut) -> str:
     """Held-out reward before -> after with the paired 95% interval, per-dimension deltas and the
     observable changes, as lines a person reads at the end of a run."""
-    pairs = [(a, b) for a, b in zip(before.rewards, after.rewards) if a is not None and b is not None]
+    pairs = [(before.rewards[i], after.rewards[j]) for i, j in paired(before, after)
+             if before.rewards[i] is not None and after.rewards[j] is not None]
     gain = mean_ci([b - a for a, b in pairs]) if pairs else None
     spread = max(before.seed_means) - min(before.seed_means)
     lines = [
@@ -136,10 +165,9 @@ def write_heldout_markdown(path: Path, before: HeldOut, after: HeldOut, count: i
     order (same problem, student and seed), each with its judge reward."""
     lines = [f"# Held-out dialogues at step {before.step} and step {after.step}", "",
              "The same held-out problems, students and seeds at both steps; reward = mean judge score.", ""]
-    for i in range(min(count, len(before.episodes), len(after.episodes))):
-        episode = before.episodes[i]
-        lines += [f"## Dialogue {i + 1}: {episode.problem.question}", ""]
-        for held in (before, after):
+    for n, pair in enumerate(paired(before, after)[:count]):
+        lines += [f"## Dialogue {n + 1}: {before.episodes[pair[0]].problem.question}", ""]
+        for held, i in zip((before, after), pair):
             reward = held.rewards[i]
             shown = f"{reward:.3f}" if reward is not None else "judge failed"
             lines += [f"### step {held.step} (reward {shown}, ended: {held.episodes[i].end_reason})", ""]
@@ -154,13 +182,14 @@ def append_heldout(path: Path, held: HeldOut, phase: str) -> None:
     """Append one evaluation (every dialogue with its scores) as a JSON line."""
     append_metrics(path, {"phase": phase, "step": held.step, "seeds": held.seeds, "rewards": held.rewards,
                           "dims": held.dims, "observed": held.observed, "episodes": [e.to_dict() for e in held.episodes],
-                          "judgements": held.judgements})
+                          "judgements": held.judgements, "slots": held.slots})
 
 
 def read_heldout(path: Path) -> list[tuple[str, HeldOut]]:
     """Every evaluation logged so far, in order, with its phase (``initial``, ``cold_start``, ``train``)."""
     return [
         (row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"],
-                               [EpisodeRecord.from_dict(e) for e in row["episodes"]], row.get("judgements", [])))
+                               [EpisodeRecord.from_dict(e) for e in row["episodes"]], row.get("judgements", []),
+                               row.get("slots", [])))
         for row in read_metrics(path)
     ]

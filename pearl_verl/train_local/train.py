@@ -5,12 +5,12 @@ The stages, each picked up where it stopped by ``--resume``:
 1. the tutor model (``tiny``, ``smollm2`` or a directory) in ``out/model``;
 2. the cold start: SFT on scripted-teacher dialogues through verl's SFT trainer (a child process, as the
    cluster's cold-start recipe runs it), handed over as verl's step-0 checkpoint that RL resumes;
-3. the held-out evaluation of the policy RL starts from (:mod:`pearl_verl.train_local.evaluate`);
-4. RL through verl's ``main_ppo`` (Ray, TransferQueue, FSDP2, the ``hf`` rollout, the pearl_tutor
+3. RL through verl's ``main_ppo`` (Ray, TransferQueue, FSDP2, the ``hf`` rollout, the pearl_tutor
    agent loop, the pearl_judge reward loop, the pearl estimator in ``pearl_sync`` mode, GSPO, verl's
-   weight sync) as a child process (:mod:`pearl_verl.train_local.verl_run`): the path a cluster runs;
-5. the held-out evaluation of verl's checkpoints every ``eval_every`` steps and at the last;
-6. ``summary.txt``, ``dialogues.md``, ``dialogues/`` and ``curves.png`` from all of it.
+   weight sync) as a child process (:mod:`pearl_verl.train_local.verl_run`): the path a cluster runs.
+   Its validation is the held-out evaluation (:mod:`pearl_verl.train_local.heldout`): of the policy RL
+   starts from, every ``eval_every`` steps and at the last;
+4. ``summary.txt``, ``dialogues.md``, ``dialogues/`` and ``curves.png`` from all of it.
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
-from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.models.prepare import prepare_model
 from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides, setup_process
-from pearl_verl.train_local.verl_run import hf_export
+from pearl_verl.train_local.verl_run import hf_export, validation_overrides
 from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 
 logger = logging.getLogger(__name__)
@@ -128,7 +127,7 @@ def draw_samples(config: LocalTrainConfig, simulator: Any) -> tuple[list[PearlSa
 
 
 class LocalRun:
-    """A run directory and everything built once for it: settings, samples, data, judge, evaluator."""
+    """A run directory and everything built once for it: settings, samples, data."""
 
     def __init__(self, config: LocalTrainConfig, extra_overrides: list[str] = ()):
         from pearl_verl.verl_plugin.estimator import pearl_config_from_root
@@ -141,7 +140,7 @@ class LocalRun:
         self.extra_overrides = list(extra_overrides)
         random.seed(config.seed)
         torch.manual_seed(config.seed)
-        setup_process()  # verl's host-CPU platform here too: the checks and the held-out evaluation read it
+        setup_process()  # verl's host-CPU platform here too: the checks read it
         head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
         self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
         self.cold_start_checkpoint = self.out / "checkpoints" / "global_step_0"
@@ -157,13 +156,13 @@ class LocalRun:
         prepare(self.verl_config)  # the checks main_ppo runs, here before any work
         self.simulator = simulator_for(pearl_config_from_root(self.verl_config))
         self.samples, self.eval_samples = draw_samples(config, self.simulator)
-        self.judge = build_judge(JudgeConfig(backend=config.judge))  # the evaluation's; verl's reward loop has its own
 
     def overrides(self, resume: bool) -> list[str]:
         """Every verl override of the RL stage: the algorithm's, the run's, then the user's.
 
         ``resume``: continue from verl's latest checkpoint; otherwise RL starts from the cold start's
-        checkpoint (weights and optimizer state) when there is one, else from the model.
+        checkpoint (weights and optimizer state) when there is one, else from the model, and its validation
+        first evaluates that policy.
         """
         from pearl_verl.train_local.verl_run import rl_overrides
 
@@ -172,8 +171,11 @@ class LocalRun:
         return [
             *algorithm_overrides(c),
             *rl_overrides(out=self.out, policy=self.policy_dir, data=self.out / "data", steps=c.steps,
-                          save_freq=math.gcd(c.save_every, c.eval_every), start=start, judge=c.judge,
+                          save_freq=c.save_every, start=start, judge=c.judge,
                           rollout_dtype=_dtype_name(self.rollout_dtype), rollout=c.rollout),
+            *validation_overrides(folder=self.out / "validation", problems=c.eval_problems,
+                                  dialogues_per_problem=c.group_size * c.eval_seeds, every=c.eval_every,
+                                  temperature=c.temperature, before_training=not resume),
             *self.extra_overrides,
         ]
 
@@ -183,14 +185,6 @@ class LocalRun:
 
         for split, samples in (("train", self.samples), ("val", self.eval_samples or self.samples[:1])):
             write_rows([verl_row(s, split, i) for i, s in enumerate(samples)], self.out / "data" / f"{split}.parquet")
-
-    def evaluator(self) -> Any:
-        from pearl_verl.train_local.evaluate import HeldOutEvaluator
-
-        c = self.config
-        return HeldOutEvaluator(self.verl_config, self.eval_samples, self.judge, group_size=c.group_size,
-                                eval_seeds=c.eval_seeds, seed=c.seed, temperature=c.temperature,
-                                dtype=self.rollout_dtype)
 
     def cold_start(self, log: TextIO) -> dict[str, float]:
         """SFT on scripted-teacher dialogues through verl's SFT trainer (its output appended to ``log``), handed
@@ -234,7 +228,8 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     """Train for ``config.steps`` steps (continuing from the latest checkpoint when ``resume``).
 
     Writes under ``out_dir``: ``metrics.jsonl`` (the cold start, every step as verl logged it, every
-    evaluation; appended as it goes), ``heldout.jsonl`` (every held-out dialogue of every evaluation),
+    evaluation; appended as it goes), ``heldout.jsonl`` (every held-out dialogue of every evaluation, from
+    verl's validation dumps in ``validation/``),
     ``curves.png``, ``dialogues.md`` (held-out dialogues where RL started and at the last step),
     ``dialogues/`` (every training dialogue with its judgement and advantage), ``summary.txt``,
     ``checkpoints/`` (verl's), ``config.json`` (the settings) and ``train.log`` (verl's output). Prints a
@@ -256,29 +251,22 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     (out / "config.json").write_text(json.dumps(settings, indent=1))
     metrics_path, heldout_path = out / "metrics.jsonl", out / "heldout.jsonl"
     start = latest_checkpoint(out) if resume else 0
-    evaluated = {held.step for _, held in read_heldout(heldout_path)} if start else set()
     if start:
         rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
         _rewrite(metrics_path, rows)  # steps logged after the checkpoint run again
+        _rewrite(heldout_path, [row for row in read_metrics(heldout_path) if row["step"] <= start])
     else:
         rows = []
         for stale in (metrics_path, heldout_path, out / "summary.txt", out / "dialogues.md"):
             stale.unlink(missing_ok=True)  # a fresh run starts fresh logs
+        shutil.rmtree(out / "validation", ignore_errors=True)
     progress = tqdm(total=config.steps, initial=start, desc="train-local", unit="step", file=progress_file)
 
     def record(row: dict[str, Any]) -> None:
         append_metrics(metrics_path, row)
         rows.append(row)
 
-    def evaluate(row: dict[str, Any], model_dir: Path, phase: str) -> None:
-        progress.set_postfix_str(f"held-out evaluation, step {row['step']}")
-        t0 = time.perf_counter()
-        held = evaluator.evaluate(model_dir, row["step"])
-        row.update(held.metrics(), **{"time/eval_s": time.perf_counter() - t0})
-        append_heldout(heldout_path, held, phase)
-
     try:
-        evaluator = run.evaluator()
         if not start:
             run.write_data()
             first: dict[str, Any] = {"step": 0, "phase": "initial"}
@@ -286,8 +274,6 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
                 progress.set_postfix_str("cold start (verl's SFT trainer)")
                 with open(out / "train.log", "a", encoding="utf-8") as log:
                     first = {"step": 0, "phase": "cold_start", **run.cold_start(log)}
-            if config.eval_problems:
-                evaluate(first, run.policy_dir, first["phase"])
             record(first)
 
         def on_step(row: dict[str, Any]) -> None:
@@ -298,28 +284,25 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
                                  turns=f"{row.get('pearl/episode/tutor_turns/mean', math.nan):.1f}",
                                  loss=f"{row.get('actor/pg_loss', math.nan):+.3f}")
 
+        def on_validation(step: int) -> None:
+            held = HeldOut.from_validation(out / "validation" / f"{step}.pearl.jsonl", config.eval_seeds,
+                                           config.group_size)
+            phase = "train" if step else ("cold_start" if config.cold_start_steps else "initial")
+            append_heldout(heldout_path, held, phase)
+            record({"step": step, "phase": "heldout", **held.metrics()})
+
         if start < config.steps:
-            progress.set_postfix_str("starting verl's trainer (Ray)")
+            evaluating = not start and config.eval_problems
+            progress.set_postfix_str("starting verl's trainer (Ray)" + (", held-out evaluation" if evaluating else ""))
             with open(out / "train.log", "a", encoding="utf-8") as log:
                 run_main_ppo(run.overrides(resume=bool(start)), out=out, log=log, on_step=on_step,
-                             resume_hint=RESUME_HINT)
-        if config.eval_problems:
-            for step in checkpoint_steps(out):
-                if step and step not in evaluated and (step % config.eval_every == 0 or step == config.steps):
-                    row = {"step": step, "phase": "train"}
-                    evaluate(row, hf_export(out, step), "train")
-                    record(row)
+                             on_validation=on_validation, resume_hint=RESUME_HINT)
         progress.set_postfix_str("done")
     finally:
         progress.close()  # also ends the bar's line before an error is printed
     plot_curves(rows, out / "curves.png", f"pearl-verl train-local ({config.model}, seed {config.seed})", OBSERVABLES)
     _write_summary(out, read_heldout(heldout_path), rows, roles)
     return rows
-
-
-def checkpoint_steps(out: Path) -> list[int]:
-    steps = [int(p.name.rsplit("_", 1)[1]) for p in (out / "checkpoints").glob("global_step_*")]
-    return sorted(s for s in steps if (hf_export(out, s) / "config.json").exists())
 
 
 def _copy_dialogues(out: Path, step: int) -> None:

@@ -28,6 +28,8 @@ from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_SETTINGS
 
 RAY_LOGICAL_CPUS = 16
 """Ray's logical CPU slots: verl starts ~10 actors that each ask for one; the cores are shared, not reserved."""
+VALIDATION_PREFIX = "val-"
+"""What verl's validation metrics start with (``val-core/...``, ``val-aux/...``)."""
 STALL_MARK = "stayed above"
 """In the failure guard's message (:class:`TrainingStalled`), which ends the child's output when it stops a run."""
 
@@ -45,7 +47,7 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
     The method and the CPU's engine settings are that config's (:mod:`pearl_verl.verl_plugin.config`, shared with the
     recipes); the sizes come from :func:`pearl_verl.train_local.train.algorithm_overrides`; these are the run's:
     model, data, rollout, judge, Ray's slots, logging, checkpoints. Every checkpoint includes the Hugging Face
-    export (``hf_model``) that the held-out evaluations load. ``start``: ``disable`` (from ``policy``), ``auto``
+    export (``hf_model``), as the cluster's do. ``start``: ``disable`` (from ``policy``), ``auto``
     (verl's latest checkpoint) or the path of a ``global_step_N`` checkpoint.
     """
     resume = [f"trainer.resume_mode={start}"] if start in ("auto", "disable") else \
@@ -63,8 +65,6 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
         f"trainer.total_training_steps={steps}",
         "trainer.total_epochs=1000",  # the step count ends the run
         f"trainer.save_freq={save_freq}",
-        "trainer.test_freq=-1",
-        "trainer.val_before_train=False",
         *resume,
         f"trainer.default_local_dir={out / 'checkpoints'}",
         f"trainer.rollout_data_dir={out / 'rollouts'}",
@@ -75,6 +75,27 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
     ]
 
 
+def validation_overrides(*, folder: Path, problems: int, dialogues_per_problem: int, every: int,
+                         temperature: float, before_training: bool) -> list[str]:
+    """The held-out evaluation as verl's validation of ``data.val_files``: before training (the policy RL starts
+    from), every ``every`` steps and at the last, ``dialogues_per_problem`` sampled dialogues per problem at the
+    training temperature, in the order of the file; ``pearl_sync`` writes the judged dialogues to ``folder``.
+    No validation when ``problems`` is 0."""
+    if not problems:
+        return ["trainer.test_freq=-1", "trainer.val_before_train=False"]
+    return [
+        f"trainer.test_freq={every}",
+        f"trainer.val_before_train={before_training}",
+        f"trainer.validation_data_dir={folder}",
+        "data.validation_shuffle=False",
+        f"actor_rollout_ref.rollout.val_kwargs.n={dialogues_per_problem}",
+        f"actor_rollout_ref.rollout.val_kwargs.temperature={temperature}",
+        "actor_rollout_ref.rollout.val_kwargs.do_sample=True",
+        "actor_rollout_ref.rollout.val_kwargs.top_p=1.0",
+        "actor_rollout_ref.rollout.val_kwargs.top_k=-1",
+    ]
+
+
 def latest_checkpoint(out: Path) -> int:
     """The step of verl's latest checkpoint under ``out/checkpoints`` (0 when there is none)."""
     marker = out / "checkpoints" / "latest_checkpointed_iteration.txt"
@@ -82,7 +103,7 @@ def latest_checkpoint(out: Path) -> int:
 
 
 def hf_export(out: Path, step: int) -> Path:
-    """The Hugging Face export of the step-``step`` checkpoint (what the evaluation loads)."""
+    """The Hugging Face export of the step-``step`` checkpoint."""
     return out / "checkpoints" / f"global_step_{step}" / "actor" / "huggingface"
 
 
@@ -101,9 +122,9 @@ def step_row(verl_row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Callable[[dict[str, Any]], None],
-                 resume_hint: str) -> None:
+                 resume_hint: str, on_validation: Callable[[int], None] | None = None) -> None:
     """Run ``python -m pearl_verl.verl_plugin.main_ppo`` from the ``pearl_gspo_cpu`` config with ``overrides``;
-    ``on_step(row)`` for each step it logs.
+    ``on_step(row)`` for each step it logs, then ``on_validation(step)`` when it logged a validation at that step.
 
     The child's output (Ray's, verl's, the workers') is appended to the file ``log``.
 
@@ -115,6 +136,8 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
         step = step_row(row)
         if step is not None:
             on_step(step)
+        if on_validation is not None and any(key.startswith(VALIDATION_PREFIX) for key in row.get("data", {})):
+            on_validation(int(row["step"]))
 
     command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *config_flags(PEARL_GSPO_CPU), *overrides,
                f"hydra.run.dir={out / 'hydra'}"]

@@ -1,11 +1,13 @@
 """Every private verl name pearl_verl relies on, in one place, checked against the verl we test.
 
 verl's public extension points (the registries, ``register_trainer``, the ``verl.plugins`` entry
-point) carry most of the plugin, but eight couplings reach into verl's internals:
+point) carry most of the plugin, but nine couplings reach into verl's internals:
 
 - the agent-loop registry (``_agent_loop_registry``), which verl exposes only through ``@register``;
 - the continuous-token builder's ``_render_tokens``, which the agent loop memoises;
 - the V1 trainer's ``_compute_advantage(batch, metrics)`` step, which ``pearl_sync`` overrides;
+- the V1 trainer's ``_validate``, which takes each batch with ``self.replay_buffer.sample(...)`` (where
+  ``pearl_sync`` reads the judged dialogues before verl clears them);
 - TransferQueue's row keys ``{uid}_{session_id}_{index}``, parsed to count each session once;
 - ``EngineRegistry._engines``, read to register the FSDP engine for the host CPU idempotently;
 - ``DictConfig._get_root()``, the only way from ``algorithm`` up to the root ``pearl`` section;
@@ -116,6 +118,20 @@ def check_v1_advantage_step() -> None:
         raise VerlCouplingError(
             f"verl's PPOTrainerSync._compute_advantage is {params or 'missing'}, pearl_sync overrides "
             "(self, batch, metrics): the V1 trainer changed, see pearl_verl/verl_plugin/compat.py."
+        )
+
+
+def check_v1_validation() -> None:
+    """Raise unless verl's V1 validation still takes its batches with ``self.replay_buffer.sample(``.
+
+    Raises:
+        VerlCouplingError: ``_validate`` is gone or takes its batches otherwise.
+    """
+    validate = getattr(PPOTrainerSync, "_validate", None)
+    if validate is None or "self.replay_buffer.sample(" not in inspect.getsource(validate):
+        raise VerlCouplingError(
+            "verl's V1 _validate no longer takes its batches with self.replay_buffer.sample(...), where pearl_sync "
+            "reads the judged validation dialogues: the V1 trainer changed, see pearl_verl/verl_plugin/compat.py."
         )
 
 
@@ -254,6 +270,7 @@ def check_couplings() -> list[Coupling]:
         _coupling("agent-loop registry", lambda: _is_instance(AGENT_LOOP_REGISTRY, dict, "_agent_loop_registry")),
         _coupling("builder render", _check_builder_render),
         _coupling("V1 advantage step", check_v1_advantage_step),
+        _coupling("V1 validation", check_v1_validation),
         _coupling("engine registry", lambda: _is_instance(EngineRegistry.__dict__.get("_engines"), dict, "_engines")),
         _coupling("config root", _check_config_root),
         _coupling("legacy trainer hooks", _check_legacy_hooks),

@@ -1,10 +1,13 @@
-"""``<step>.pearl.jsonl`` beside verl's rollout dump (``trainer.rollout_data_dir``): what ``pearl-verl view`` reads.
+"""``<step>.pearl.jsonl`` beside verl's rollout and validation dumps: what ``pearl-verl view`` and the held-out
+summary read.
 
-verl's V1 dump holds each sample's decoded prompt and response, score and uid: one flat text per
-dialogue. The ``pearl_sync`` trainer adds, per dialogue, the episode the agent loop recorded (turns
-and student states), the judge's reward fields, the shaped rewards and the advantage the update
-used, in ``train-local``'s ``dialogues/`` format. A turn longer than :data:`MAX_TURN_CHARS` is cut
-(and says so), so a sample's row stays bounded whatever the response budget.
+verl's V1 dumps (``trainer.rollout_data_dir``, ``trainer.validation_data_dir``) hold each sample's decoded
+prompt and response, score and uid: one flat text per dialogue. The ``pearl_sync`` trainer adds, per
+dialogue, the episode the agent loop recorded (turns and student states) and the judge's reward fields;
+for a training step also the shaped rewards and the advantage the update used (``train-local``'s
+``dialogues/`` format), for a validation the problem's row and the group member, which pair two
+validations of a run dialogue for dialogue. A turn longer than :data:`MAX_TURN_CHARS` is cut (and says
+so), so a sample's row stays bounded whatever the response budget.
 """
 
 from __future__ import annotations
@@ -28,19 +31,21 @@ def dump_rows(step: int, uids: Sequence[str], extras: Sequence[Any], advantages:
     """One row per dialogue (the final row of each session; ``uids`` etc. already restricted to those)."""
     infos = [dict(reward_info_of(extra)) for extra in extras]
     shaped = shaped_rewards(infos, list(uids), settings)
-    rows = []
-    for k, (uid, extra, info) in enumerate(zip(uids, extras, infos, strict=True)):
-        episode = extra.get(EPISODE_KEY) if isinstance(extra, Mapping) else None
-        rows.append({
-            "step": step,
-            "uid": str(uid),
-            "episode": _bounded(episode) if isinstance(episode, Mapping) else None,
-            "judge": info,
-            "reward": reward_score(info) if info.get("judge_ok") else None,
-            "shaped": shaped[k],
-            "advantage": float(advantages[k]),
-        })
-    return rows
+    return [{**_judged(step, uid, extra, info), "shaped": shaped[k], "advantage": float(advantages[k])}
+            for k, (uid, extra, info) in enumerate(zip(uids, extras, infos, strict=True))]
+
+
+def validation_rows(step: int, uids: Sequence[str], extras: Sequence[Any], problems: Sequence[int],
+                    members: Sequence[int]) -> list[dict[str, Any]]:
+    """One row per validation dialogue, with its problem (the row's ``extra_info.index``) and group member."""
+    return [{**_judged(step, uid, extra, dict(reward_info_of(extra))), "problem": int(problem), "member": int(member)}
+            for uid, extra, problem, member in zip(uids, extras, problems, members, strict=True)]
+
+
+def _judged(step: int, uid: str, extra: Any, info: dict[str, Any]) -> dict[str, Any]:
+    episode = extra.get(EPISODE_KEY) if isinstance(extra, Mapping) else None
+    return {"step": step, "uid": str(uid), "episode": _bounded(episode) if isinstance(episode, Mapping) else None,
+            "judge": info, "reward": reward_score(info) if info.get("judge_ok") else None}
 
 
 def write_dump(folder: str | Path, step: int, rows: Sequence[Mapping[str, Any]]) -> Path:

@@ -6,6 +6,11 @@ sample's ``extra_fields["reward_extra_info"]`` (written by the reward loop) as w
 to the configured estimator when the estimator accepts ``pearl_inputs``; any other estimator
 runs through verl's own step unchanged. Select with ``trainer.v1.trainer_mode=pearl_sync``.
 
+Each validation (``trainer.val_before_train``, ``trainer.test_freq``) also writes its judged dialogues to
+``<trainer.validation_data_dir>/<step>.pearl.jsonl`` (:func:`~pearl_verl.verl_plugin.rollout_dump.validation_rows`):
+verl's validation logs means and decoded text only, and a held-out evaluation needs the episodes with their
+judgements (``train-local``'s summary and ``pearl-verl view`` read them).
+
 It also runs the failure guard (``pearl.failure_guard``): when the judge, student or tutor fails for
 most dialogues step after step, the run stops after the step that tripped it, with that step's
 update done, saved (:mod:`pearl_verl.verl_plugin.stall`) and its metrics logged.
@@ -33,9 +38,9 @@ from verl.workers.utils.padding import response_to_nested
 from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled
 from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step
-from pearl_verl.verl_plugin.compat import check_v1_advantage_step, split_row_key
+from pearl_verl.verl_plugin.compat import check_v1_advantage_step, check_v1_validation, split_row_key
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, check_scalar_fallback, pearl_config_from_root
-from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
+from pearl_verl.verl_plugin.rollout_dump import dump_rows, validation_rows, write_dump
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -51,6 +56,7 @@ class PearlSyncTrainer(PPOTrainerSync):
 
     def __init__(self, config: DictConfig) -> None:
         check_v1_advantage_step()  # before verl builds workers: a renamed step would never be called
+        check_v1_validation()
         super().__init__(config)
         self.pearl_config = pearl_config_from_root(config)
         judge_url = ((config.get("reward") or {}).get("reward_kwargs") or {}).get("base_url")
@@ -120,6 +126,40 @@ class PearlSyncTrainer(PPOTrainerSync):
         dump = dump_rows(self.global_steps, [uids[i] for i in rows], [extras[i] for i in rows], scalars,
                          self.pearl_config.advantage)
         write_dump(rollout_data_dir, self.global_steps, dump)
+
+    def _validate(self) -> dict[str, float]:
+        """verl's validation, and its judged dialogues beside verl's dump (``<step>.pearl.jsonl``).
+
+        They are read from TransferQueue as verl's step takes each batch from the replay buffer, before verl
+        clears it; the judge has scored them by then (the reward loop runs in the agent-loop workers).
+        """
+        folder = self.config.trainer.get("validation_data_dir")
+        if not folder:
+            return super()._validate()
+        rows: list[dict[str, Any]] = []
+        buffer = self.replay_buffer
+        sample = buffer.sample
+
+        def sample_and_keep(*args: Any, **kwargs: Any) -> Any:
+            batch, info = sample(*args, **kwargs)
+            rows.extend(self._validation_rows(batch))
+            return batch, info
+
+        buffer.sample = sample_and_keep
+        try:
+            metrics = super()._validate()
+        finally:
+            del buffer.sample  # the class's own again
+        write_dump(folder, self.global_steps, sorted(rows, key=lambda row: (row["problem"], row["member"])))
+        return metrics
+
+    def _validation_rows(self, batch: KVBatchMeta) -> list[dict[str, Any]]:
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields", "index"])
+        final_rows, _ = final_session_rows(batch.keys)
+        extras, problems = data.pop("extra_fields").tolist(), data.pop("index").tolist()
+        sessions = [split_row_key(batch.keys[i])[0] for i in final_rows]
+        return validation_rows(self.global_steps, sessions, [extras[i] for i in final_rows],
+                               [int(problems[i]) for i in final_rows], [int(s.rpartition("_")[2]) for s in sessions])
 
     def _feed_failure_guard(self, metrics: dict) -> None:
         """Count this step; a stop is kept for :meth:`on_step_end`, where the step can be saved."""

@@ -494,13 +494,15 @@ def _heldout_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[s
         step = _step(row, path, issues)
         at = f"line{line}" if step is None else step
         judgements, dims, rewards = row.get("judgements") or [], row.get("dims") or {}, row["rewards"]
+        slots = row.get("slots") or []  # (eval seed, problem, member) since evaluations run in verl's validation
         out = []
         for i, episode in enumerate(row["episodes"]):
             judge = {d: dims[d][i] for d in DIMENSIONS if d in dims}
             judge["judge_ok"] = int(rewards[i] is not None)
-            if i < len(judgements):  # written since the judgements (criteria, rationales, gate) are kept
+            if i < len(judgements):  # written since the judgements are kept
                 judge = judgements[i]
-            out.append(record(id=f"heldout:{at}:{i:04d}", slot=f"heldout:{i:04d}", source="heldout",
+            slot = "-".join(map(str, slots[i])) if i < len(slots) else f"{i:04d}"
+            out.append(record(id=f"heldout:{at}:{slot}", slot=f"heldout:{slot}", source="heldout",
                               episode=episode, step=step, judge=judge, reward=rewards[i], issues=issues))
         return out
 

@@ -11,6 +11,7 @@ from pearl_verl.train_local.heldout import (
     HeldOut,
     append_heldout,
     observables,
+    paired,
     read_heldout,
     summary,
     write_heldout_markdown,
@@ -74,3 +75,17 @@ def test_evaluations_round_trip_and_dialogues_file(tmp_path, leaking, socratic):
     text = write_heldout_markdown(tmp_path / "d.md", read0, read1).read_text()
     assert "### step 0 (reward 0.200" in text and "### step 5 (reward 0.700" in text
     assert "The answer is 5." in text and "What do you know so far?" in text
+
+
+def test_two_validations_pair_by_slot_when_one_lost_a_dialogue(tmp_path, leaking, socratic):
+    # verl's validation drops a session whose agent loop failed: the others still pair with their own slot
+    slots = [[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1]]
+    before = HeldOut.of(0, 1, [leaking] * 4, [_info(0.1), _info(0.2), _info(0.3), _info(0.4)], slots=slots)
+    after = HeldOut.of(5, 1, [socratic] * 3, [_info(0.5), _info(0.9), _info(0.8)], slots=[slots[0], *slots[2:]])
+    assert paired(before, after) == [(0, 0), (2, 1), (3, 2)]
+    assert "change +0.467" in summary(before, after) and "(3 dialogues" in summary(before, after)
+    path = tmp_path / "heldout.jsonl"
+    append_heldout(path, after, "train")
+    assert read_heldout(path)[0][1].slots == after.slots
+    text = write_heldout_markdown(tmp_path / "d.md", before, after).read_text()
+    assert text.count("### step 0 (reward 0.100") == 1 and "### step 0 (reward 0.200" not in text

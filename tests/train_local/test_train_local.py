@@ -83,7 +83,8 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     assert (cold["step"], cold["phase"]) == (0, "cold_start")
     assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
     assert 0 < cold["cold_start/loss_last"] < cold["cold_start/loss_first"]  # SFT trained the tiny model
-    assert cold["eval/dialogues"] == 2  # the policy RL starts from, evaluated
+    held0 = next(r for r in rows if r["phase"] == "heldout")  # the policy RL starts from, evaluated by verl
+    assert (held0["step"], held0["eval/dialogues"]) == (0, 2)
     # the cold start ran in verl's SFT trainer, from the pearl_sft_cpu config (as the cluster's from pearl_sft)
     sft = yaml.safe_load((out / "cold_start" / "hydra" / ".hydra" / "config.yaml").read_text())
     assert (sft["data"]["messages_key"], sft["optim"]["lr"], sft["trainer"]["device"]) == ("messages", 5e-3, "cpu")
@@ -101,6 +102,8 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         "pearl_sync", "pearl_judge")
     assert (actor_rollout["rollout"]["agent"]["default_agent_loop"], actor_rollout["rollout"]["name"]) == (
         "pearl_tutor", "hf")
+    # the held-out evaluation is verl's validation: 2 dialogues (group 2 x 1 eval seed) per problem, every 2 steps
+    assert (actor_rollout["rollout"]["val_kwargs"]["n"], config["trainer"]["test_freq"]) == (2, 2)
     train = [r for r in rows if "reward/mean" in r]
     assert [r["step"] for r in train][:2] == [1, 2]
     for r in train:  # what verl logged: the judge's per-dimension rewards, the estimator's advantages, the update
@@ -121,8 +124,8 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         assert d["episode"]["turns"] and d["judge"]["judge_ok"] == 1 and len(d["shaped"]) == 8
     assert abs(sum(d["advantage"] for d in dumped)) < 1e-4  # a group's advantages are z-scores
 
-    # resumed from verl's latest checkpoint (step 2, as a rule) with one more step: only that step runs,
-    # then the evaluations of the checkpoints (every second step) and of the last step
+    # resumed from verl's latest checkpoint (step 2, as a rule) with one more step: only that step runs, and verl's
+    # validation of the last step (those of the steps before, every second, were kept from the first run)
     last = latest + 1
     proc = _run(["train-local", "--out-dir", str(out), "--steps", str(last), "--resume", *SMALL, *COLD])
     assert "trainer.resume_mode=auto" in _verl_overrides(out)
@@ -133,7 +136,10 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
-    assert all(len(j["criteria"]) == 24 for h in held for j in h["judgements"] if j["judge_ok"])
+    assert [h["step"] for h in held] == [0, *range(2, latest + 1, 2), last]
+    for h in held:  # each dialogue as verl's reward loop judged it, in its slot (eval seed, problem, group member)
+        assert h["slots"] == [[0, 0, 0], [0, 0, 1]] and all(j["judge_ok"] == 1 for j in h["judgements"])
+        assert (out / "validation" / f"{h['step']}.jsonl").exists()  # verl's own validation dump beside ours
 
     # a person reads the progress bar and the summary; verl's, Ray's and torch's output go to train.log
     summary = (out / "summary.txt").read_text()

@@ -88,6 +88,13 @@ def test_v1_advantage_step_is_the_one_verls_step_calls(monkeypatch):
         compat.check_v1_advantage_step()
 
 
+def test_v1_validation_takes_its_batches_from_the_replay_buffer(monkeypatch):
+    compat.check_v1_validation()
+    monkeypatch.setattr(trainer_base.PPOTrainer, "_validate", lambda self: {})
+    with pytest.raises(compat.VerlCouplingError, match="no longer takes its batches"):
+        compat.check_v1_validation()
+
+
 def test_row_keys_group_sessions_as_verls_own_advantage_helper_does():
     # verl writes f"{uid}_{session_id}_{index}" with a uuid4 uid; a session's last output holds its reward.
     uids = [str(uuid.UUID(int=i + 1, version=4)) for i in range(2)]

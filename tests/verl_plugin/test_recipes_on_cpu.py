@@ -198,7 +198,8 @@ RUN_KEYS = (
     "actor_rollout_ref.model.path", "data.train_files", "data.val_files", "trainer.experiment_name",
     "actor_rollout_ref.rollout.trace.experiment_name", "trainer.logger", "trainer.default_local_dir",
     "trainer.rollout_data_dir", "trainer.save_freq", "trainer.test_freq", "trainer.total_training_steps",
-    "trainer.total_epochs", "trainer.val_before_train", "trainer.resume_mode", "trainer.resume_from_path",
+    "trainer.total_epochs", "trainer.val_before_train", "trainer.validation_data_dir",
+    "data.validation_shuffle", "trainer.resume_mode", "trainer.resume_from_path",
     "actor_rollout_ref.actor.checkpoint.save_contents",
 )
 METHOD = {
@@ -238,14 +239,9 @@ def test_the_cpu_recipe_runs_the_cluster_recipes_method(tmp_path):
 
 def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_and_sizes(tmp_path):
     """What `pearl-verl train-local` shows learning is what the CPU recipe, and so a cluster, runs."""
-    from pearl_verl.train_local.config import LocalTrainConfig
     from pearl_verl.train_local.runtime import compose_verl_config
-    from pearl_verl.train_local.train import algorithm_overrides
-    from pearl_verl.train_local.verl_run import rl_overrides
 
-    ours = [*algorithm_overrides(LocalTrainConfig()),
-            *rl_overrides(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=20, save_freq=10,
-                          start="disable", judge="offline", rollout_dtype="float32")]
+    ours = _train_local_overrides(tmp_path)
     train_local = compose_verl_config(ours)
     cpu = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
     assert {key: value for key, value in differences(train_local, cpu).items() if not key.startswith(RUN_KEYS)} == {}
@@ -259,19 +255,13 @@ def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_a
 def test_the_method_is_written_once_in_the_pearl_configs(tmp_path):
     """No recipe and no train-local override sets a key of config/parts/adv_gspo.yaml or method.yaml: they are read
     from there, by every run."""
-    from pearl_verl.train_local.config import LocalTrainConfig
-    from pearl_verl.train_local.train import algorithm_overrides
-    from pearl_verl.train_local.verl_run import rl_overrides
-
     parts = Path(config_module.__file__).parent / "parts"
     method = {key for name in ("adv_gspo.yaml", "method.yaml") for key in flat(OmegaConf.load(parts / name))}
     assert set(METHOD) - {"pearl.advantage.gamma"} <= method
     for unknown in (lambda: config_flags("ppo_trainer"), lambda: compose_config("pearl_grpo", [])):
         with pytest.raises(ValueError, match="unknown PEARL config .*; one of pearl_adv_gspo, pearl_gspo, pearl_gspo_cpu"):
             unknown()
-    train_local = [*algorithm_overrides(LocalTrainConfig()),
-                   *rl_overrides(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=2, save_freq=1,
-                                 start="disable", judge="offline", rollout_dtype="float32", rollout="vllm")]
+    train_local = _train_local_overrides(tmp_path, rollout="vllm")
     runs = {"train-local": train_local, **{recipe: recipe_overrides(RECIPES / recipe, tmp_path) for recipe in (
         "run_cpu_pearl_gspo.sh", "run_qwen3_30b_a3b_pearl_gspo_fsdp.sh", "run_qwen3_30b_a3b_pearl_gspo_megatron.sh",
         "run_qwen3_30b_a3b_gspo_fsdp_pearl_adv.sh", "smoke_1gpu.sh")}}
@@ -300,6 +290,21 @@ SFT_METHOD = {
     "optim.clip_grad": 1.0, "optim.weight_decay": 0.01,
     "checkpoint.save_contents": ["model", "optimizer", "extra", "hf_model"],
 }
+
+
+def _train_local_overrides(tmp_path: Path, rollout: str = "hf") -> list[str]:
+    """What train-local's RL stage composes at its defaults (``LocalRun.overrides`` without building a run)."""
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.train import algorithm_overrides
+    from pearl_verl.train_local.verl_run import rl_overrides, validation_overrides
+
+    c = LocalTrainConfig()
+    return [*algorithm_overrides(c),
+            *rl_overrides(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=c.steps, save_freq=c.save_every,
+                          start="disable", judge="offline", rollout_dtype="float32", rollout=rollout),
+            *validation_overrides(folder=tmp_path / "validation", problems=c.eval_problems,
+                                  dialogues_per_problem=c.group_size * c.eval_seeds, every=c.eval_every,
+                                  temperature=c.temperature, before_training=True)]
 
 
 def _train_local_sft_overrides(tmp_path: Path) -> list[str]:

@@ -74,7 +74,7 @@ def _put_sessions(tq, partition="train", padding_rows=0, old_log_probs_shift=Non
         if old_log_probs_shift is not None:
             output.response_logprobs = [0.0] * len(mask)
         field = output.as_dict()
-        field.update({"uid": uid, "session_id": session, "global_steps": 1})
+        field.update({"uid": uid, "session_id": session, "global_steps": 1, "index": int(uid[1:]) - 1})
         if old_log_probs_shift is not None:  # what _compute_old_log_prob writes
             field["old_log_probs"] = torch.full((len(mask),), float(old_log_probs_shift.get(session, 0.0)))
         keys.append(f"{uid}_{session}_0")
@@ -160,6 +160,45 @@ def test_rollout_dump_adds_each_dialogue_with_its_judge_fields_and_advantage(tra
     records = read_sources([tmp_path])  # what pearl-verl view makes of the folder
     assert {r["source"] for r in records} == {"train"} and {r["step"] for r in records} == {7}
     assert sorted(r["advantage"] for r in records) == pytest.approx(sorted(expected.tolist()), abs=1e-5)
+
+
+def test_validation_writes_each_judged_dialogue_before_verl_clears_it(transfer_queue, verl_config, tmp_path,
+                                                                    monkeypatch):
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    from pearl_verl.train_local.heldout import HeldOut
+
+    episodes = [{"problem": {"problem_id": uid, "question": f"question {uid}", "reference_solution": "r", "answer": "1",
+                             "source": "gsm8k"},
+                 "condition": {"profile": {}, "mastery": None, "seed": 0, "misconception": None},
+                 "turns": [{"role": "student", "text": "help"}, {"role": "tutor", "text": f"tutor {i}"}],
+                 "student_trace": [], "end_reason": "tutor_ended"} for i, (uid, *_) in enumerate(SESSIONS)]
+
+    class ReplayBuffer:  # verl's hands out the batch the agent loops wrote, in the order they finished
+        def sample(self, global_steps, partition_id, batch_size):
+            return KVBatchMeta(partition_id="val", keys=batch.keys[::-1], tags=batch.tags[::-1]), {}
+
+    def verls_validate(self):  # takes the batch from the replay buffer, then clears it, as verl's does
+        taken, _ = self.replay_buffer.sample(global_steps=self.global_steps, partition_id="val", batch_size=2)
+        transfer_queue.kv_clear(keys=taken.keys, partition_id=taken.partition_id)
+        return {"val-core/unknown/reward/mean@8": 0.5}
+
+    monkeypatch.setattr(PPOTrainerSync, "_validate", verls_validate)
+    trainer = _trainer(verl_config, f"trainer.validation_data_dir={tmp_path}")
+    trainer.global_steps, trainer.replay_buffer = 4, ReplayBuffer()
+    batch = _put_sessions(transfer_queue, partition="val", episodes=list(reversed(episodes)))
+    assert trainer._validate() == {"val-core/unknown/reward/mean@8": 0.5}
+    assert "sample" not in vars(trainer.replay_buffer)  # the buffer's own method again
+    rows = [json.loads(line) for line in (tmp_path / "4.pearl.jsonl").read_text().splitlines()]
+    assert [(r["problem"], r["member"]) for r in rows] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (1, 6), (1, 7)]
+    assert [r["episode"]["turns"][1]["text"] for r in rows] == [f"tutor {7 - i}" for i in range(8)]
+    assert rows[3]["reward"] is None and rows[0]["reward"] == pytest.approx(np.mean(SESSIONS[0][4]))
+    # what train-local's summary reads: two groups of four dialogues per problem
+    held = HeldOut.from_validation(tmp_path / "4.pearl.jsonl", seeds=2, group_size=4)
+    assert held.step == 4 and held.slots == [[0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 0, 3],
+                                             [1, 1, 0], [1, 1, 1], [1, 1, 2], [1, 1, 3]]
+    assert held.seed_means == pytest.approx([np.mean([np.mean(s[4]) for s in SESSIONS[:3]]),
+                                             np.mean([np.mean(s[4]) for s in SESSIONS[4:]])])
 
 
 def test_padding_rows_get_zero_and_stay_out_of_metrics(transfer_queue, verl_config):

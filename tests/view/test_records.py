@@ -42,6 +42,19 @@ def test_held_out_judgements_bring_their_criteria(run_folder):
     assert held["heldout:2:0001"]["flags"] == ["judge_failed"] and held["heldout:0:0000"]["criteria"] is None
 
 
+def test_held_out_dialogues_pair_by_their_slot_when_an_evaluation_lost_one(run_folder):
+    path = run_folder / "heldout.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["slots"] = [[0, 0, 0], [0, 1, 0]]
+    for key in ("rewards", "episodes"):  # the step-2 validation lost the first problem's dialogue
+        rows[1][key] = rows[1][key][1:]
+    rows[1]["dims"], rows[1]["slots"] = {d: v[1:] for d, v in rows[1]["dims"].items()}, [[0, 1, 0]]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    held = [r for r in read_sources([run_folder]) if r["source"] == "heldout"]
+    assert sorted((r["slot"], r["step"]) for r in held) == [("heldout:0-0-0", 0), ("heldout:0-1-0", 0),
+                                                          ("heldout:0-1-0", 2)]
+
+
 def test_judge_output_joins_its_dialogues_by_id(tmp_path):
     dialogues = tmp_path / "dialogues.jsonl"
     dialogues.write_text("".join(json.dumps({"id": key, **episode(turns)}) + "\n"
