@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
+from pearl_verl.dialogue.row import dialogue_row
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.features import asks_to_recheck, extract_features
 from pearl_verl.stats import mean_ci
@@ -88,15 +89,20 @@ class HeldOut:
         return cls(step, seeds, rewards, dims, observed, list(episodes), list(judgements), [list(s) for s in slots])
 
     @classmethod
+    def from_rows(cls, step: int, seeds: int, rows: Sequence[dict[str, Any]]) -> HeldOut:
+        """Dialogue rows with their ``slot``, in slot order; a row without its episode is left out."""
+        rows = sorted((row for row in rows if row.get("episode")), key=lambda row: row["slot"])
+        return cls.of(step, seeds, [EpisodeRecord.from_dict(row["episode"]) for row in rows],
+                      [row["judge"] for row in rows], [row["judge"] for row in rows], [row["slot"] for row in rows])
+
+    @classmethod
     def from_validation(cls, path: Path, seeds: int, group_size: int) -> HeldOut:
         """The validation dump ``path`` (``<step>.pearl.jsonl``, rows with ``problem`` and ``member``) of a
-        validation that drew ``seeds * group_size`` dialogues per problem; a row without its episode is left out."""
+        validation that drew ``seeds * group_size`` dialogues per problem."""
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        rows = [row for row in rows if row.get("episode")]
-        slots = sorted(([row["member"] // group_size, row["problem"], row["member"] % group_size], row) for row in rows)
         step = int(rows[0]["step"]) if rows else int(path.name.split(".")[0])
-        return cls.of(step, seeds, [EpisodeRecord.from_dict(row["episode"]) for _, row in slots],
-                      [row["judge"] for _, row in slots], [row["judge"] for _, row in slots], [slot for slot, _ in slots])
+        return cls.from_rows(step, seeds, [
+            {**row, "slot": [row["member"] // group_size, row["problem"], row["member"] % group_size]} for row in rows])
 
     @property
     def seed_means(self) -> list[float]:
@@ -179,17 +185,31 @@ def write_heldout_markdown(path: Path, before: HeldOut, after: HeldOut, count: i
 
 
 def append_heldout(path: Path, held: HeldOut, phase: str) -> None:
-    """Append one evaluation (every dialogue with its scores) as a JSON line."""
-    append_metrics(path, {"phase": phase, "step": held.step, "seeds": held.seeds, "rewards": held.rewards,
-                          "dims": held.dims, "observed": held.observed, "episodes": [e.to_dict() for e in held.episodes],
-                          "judgements": held.judgements, "slots": held.slots})
+    """Append one evaluation: a dialogue row (:mod:`pearl_verl.dialogue.row`) per dialogue, with its slot."""
+    size = max(len(held.rewards) // max(held.seeds, 1), 1)
+    judgements = held.judgements or [{**{d: held.dims[d][i] for d in DIMENSIONS}, "judge_ok": int(r is not None)}
+                                     for i, r in enumerate(held.rewards)]
+    slots = held.slots or [[i // size, i % size, 0] for i in range(len(held.rewards))]  # positional, as seed_means
+    for episode, judge, reward, slot in zip(held.episodes, judgements, held.rewards, slots, strict=True):
+        append_metrics(path, dialogue_row(episode.to_dict(), judge, reward, step=held.step, phase=phase, slot=slot,
+                                          seeds=held.seeds))
 
 
 def read_heldout(path: Path) -> list[tuple[str, HeldOut]]:
-    """Every evaluation logged so far, in order, with its phase (``initial``, ``cold_start``, ``train``)."""
-    return [
-        (row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"],
-                               [EpisodeRecord.from_dict(e) for e in row["episodes"]], row.get("judgements", []),
-                               row.get("slots", [])))
-        for row in read_metrics(path)
-    ]
+    """Every evaluation logged so far, in order, with its phase (``initial``, ``cold_start``, ``train``).
+
+    Reads the files written before 2026-11-28 too, one evaluation a line (``episodes``, ``rewards``, ``dims``).
+    """
+    evaluations: list[tuple[str, HeldOut]] = []
+    rows: list[dict[str, Any]] = []
+    for row in [*read_metrics(path), None]:
+        if rows and (row is None or "episodes" in row or (row["phase"], row["step"]) != (rows[0]["phase"], rows[0]["step"])):
+            evaluations.append((rows[0]["phase"], HeldOut.from_rows(rows[0]["step"], rows[0]["seeds"], rows)))
+            rows = []
+        if row is not None and "episodes" in row:
+            evaluations.append((row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"],
+                                                      [EpisodeRecord.from_dict(e) for e in row["episodes"]],
+                                                      row.get("judgements", []), row.get("slots", []))))
+        elif row is not None:
+            rows.append(row)
+    return evaluations

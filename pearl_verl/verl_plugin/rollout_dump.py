@@ -1,5 +1,5 @@
-"""``<step>.pearl.jsonl`` beside verl's rollout and validation dumps: what ``pearl-verl view`` and the held-out
-summary read.
+"""``<step>.pearl.jsonl`` beside verl's rollout and validation dumps, in dialogue rows
+(:mod:`pearl_verl.dialogue.row`): what ``pearl-verl view`` and the held-out summary read.
 
 verl's V1 dumps (``trainer.rollout_data_dir``, ``trainer.validation_data_dir``) hold each sample's decoded
 prompt and response, score and uid: one flat text per dialogue. The ``pearl_sync`` trainer adds, per
@@ -19,6 +19,7 @@ from typing import Any
 
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.inputs import shaped_rewards
+from pearl_verl.dialogue.row import dialogue_row
 from pearl_verl.judge.reward_info import reward_score
 from pearl_verl.verl_plugin.advantage_step import reward_info_of
 from pearl_verl.verl_plugin.names import EPISODE_KEY
@@ -44,8 +45,8 @@ def validation_rows(step: int, uids: Sequence[str], extras: Sequence[Any], probl
 
 def _judged(step: int, uid: str, extra: Any, info: dict[str, Any]) -> dict[str, Any]:
     episode = extra.get(EPISODE_KEY) if isinstance(extra, Mapping) else None
-    return {"step": step, "uid": str(uid), "episode": _bounded(episode) if isinstance(episode, Mapping) else None,
-            "judge": info, "reward": reward_score(info) if info.get("judge_ok") else None}
+    return dialogue_row(_bounded(episode) if isinstance(episode, Mapping) else None, info,
+                        reward_score(info) if info.get("judge_ok") else None, step=step, uid=str(uid))
 
 
 def write_dump(folder: str | Path, step: int, rows: Sequence[Mapping[str, Any]]) -> Path:

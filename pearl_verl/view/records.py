@@ -1,11 +1,12 @@
 """Every dialogue source of the project, read into one record shape for ``pearl-verl view``.
 
-Sources: a ``train-local`` folder (``dialogues/step_NNNN.jsonl`` and ``heldout.jsonl``), an
-``eval-tutor`` run (``results.jsonl``), ``pearl-verl judge`` output (joined by ``id`` with the
-dialogues it judged, when given too) and its input (``{"id", "episode"}`` lines), ``pearl-verl
-simulate`` output (one row per student turn) and verl's rollout dumps (``trainer.rollout_data_dir``:
-decoded prompt and response, score, uid). A record is a plain dict (see :func:`record`); a
-reviewer's flags are computed here, once.
+Sources: dialogue rows (:mod:`pearl_verl.dialogue.row`: a ``train-local`` folder's ``dialogues/step_NNNN.jsonl``
+and ``heldout.jsonl``, ``pearl_sync``'s ``<step>.pearl.jsonl`` dumps, an ``eval-tutor`` run's ``results.jsonl``,
+``pearl-verl judge``'s input), ``pearl-verl judge`` output (joined by ``id`` with the dialogues it judged, when
+given too), ``pearl-verl simulate`` output (one row per student turn), verl's own dumps (decoded prompt and
+response, score, uid) and two older formats (a ``heldout.jsonl`` of one evaluation a line, bare
+``EpisodeRecord`` lines). A record is a plain dict (see :func:`record`); a reviewer's flags are computed
+here, once.
 
 The viewer shows what it can: a long training run's folder may hold a line cut short by a kill or
 a row of an older format, and one such row must not cost the reader the page. A line that is not
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.dialogue.row import row_kind
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import TOO_DEEP, read_objects
@@ -393,13 +395,16 @@ def _read_folder(folder: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
     found = False
     for path in steps:
         found = True
-        yield from _train_rows(_jsonl(path, skipped), path, skipped)
-    if (folder / "heldout.jsonl").is_file():
+        yield from _dialogue_rows(_jsonl(path, skipped), path, skipped)
+    held = folder / "heldout.jsonl"
+    if held.is_file():
         found = True
-        yield from _heldout_rows(_jsonl(folder / "heldout.jsonl", skipped), folder / "heldout.jsonl", skipped)
+        rows = _jsonl(held, skipped)  # a resumed run's file can hold older evaluations, one a line, before rows
+        yield from _heldout_rows([row for row in rows if "episodes" in row[1]], held, skipped)
+        yield from _dialogue_rows([row for row in rows if "episodes" not in row[1]], held, skipped)
     if (folder / "results.jsonl").is_file():
         found = True
-        yield from _eval_rows(_jsonl(folder / "results.jsonl", skipped), folder / "results.jsonl", skipped)
+        yield from _dialogue_rows(_jsonl(folder / "results.jsonl", skipped), folder / "results.jsonl", skipped)
     if not found:  # a verl rollout dump: pearl_sync's <step>.pearl.jsonl where written, else verl's own files
         verl = sorted(folder.glob("*.pearl.jsonl")) or sorted(folder.glob("*.jsonl"))
         if not verl:
@@ -477,18 +482,41 @@ def _step(row: Mapping[str, Any], path: Path, issues: list[str]) -> int | None:
     return fallback
 
 
-def _train_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
+def _dialogue_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
+    """Dialogue rows of any kind (:func:`pearl_verl.dialogue.row.row_kind`); a row without its episode is skipped."""
     def make(line: int, row: dict[str, Any], i: int) -> list[dict[str, Any]]:
-        issues: list[str] = []
-        step = _step(row, path, issues)
-        return [record(id=f"train:{path.stem if step is None else step}:{i}", source="train", episode=row["episode"],
-                       step=step, group=row.get("uid"), judge=row.get("judge"), reward=row.get("reward"),
-                       shaped=row.get("shaped"), advantage=row.get("advantage"), issues=issues)]
+        if "episode" not in row:
+            raise KeyError("episode")  # what a dialogue row cannot be shown without: skipped and named
+        kind, issues = row_kind(row), []
+        if kind == "eval" and not row["episode"]:
+            return []  # the dialogue failed before it began: its error is in the tables
+        step = _step(row, path, issues) if kind in ("train", "heldout") else None
+        at = path.stem if step is None else step
+        slot = _slot(row) if kind == "heldout" else None
+        name = {"train": f"train:{at}:{i}", "heldout": f"heldout:{at}:{slot}"}.get(kind)
+        return [record(id=str(row.get("id", name or f"{path.stem}:{i + 1}")), source=kind, episode=row["episode"],
+                       step=step, group=row.get("uid") if kind == "train" else None, judge=row.get("judge"),
+                       reward=row.get("reward"), shaped=row.get("shaped"), advantage=row.get("advantage"),
+                       tutor=row.get("tutor"), slot=None if slot is None else f"heldout:{slot}", issues=issues)]
 
     return _each(rows, path, skipped, make)
 
 
+def _episode_lines(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
+    """Bare ``EpisodeRecord`` lines (what ``pearl-verl judge`` read before its ``{"id", "episode"}`` rows)."""
+    return _each(rows, path, skipped,
+                 lambda line, row, i: [record(id=str(row.get("id", f"{path.stem}:{i + 1}")), source="dialogues",
+                                              episode=row)])
+
+
+def _slot(row: Mapping[str, Any]) -> str:
+    """A held-out dialogue's place at every evaluation: eval seed, problem, member (a dump's problem and member)."""
+    parts = row["slot"] if "slot" in row else [row["problem"], row["member"]]
+    return "-".join(map(str, parts))
+
+
 def _heldout_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
+    """A ``heldout.jsonl`` written before 2026-11-28: one evaluation a line."""
     def make(line: int, row: dict[str, Any], _: int) -> list[dict[str, Any]]:
         issues: list[str] = []
         step = _step(row, path, issues)
@@ -505,25 +533,6 @@ def _heldout_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[s
             out.append(record(id=f"heldout:{at}:{slot}", slot=f"heldout:{slot}", source="heldout",
                               episode=episode, step=step, judge=judge, reward=rewards[i], issues=issues))
         return out
-
-    return _each(rows, path, skipped, make)
-
-
-def _eval_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
-    def make(line: int, row: dict[str, Any], _: int) -> list[dict[str, Any]]:
-        if not row.get("episode"):
-            return []
-        return [record(id=str(row["id"]), source="eval", episode=row["episode"], judge=row.get("judge"),
-                       tutor=row.get("tutor"))]
-
-    return _each(rows, path, skipped, make)
-
-
-def _dialogue_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
-    """``EpisodeRecord`` dicts, bare or as ``{"id", "episode"}`` (what ``pearl-verl judge`` reads): unscored."""
-    def make(line: int, row: dict[str, Any], i: int) -> list[dict[str, Any]]:
-        return [record(id=str(row.get("id", f"{path.stem}:{i + 1}")), source="dialogues",
-                       episode=row.get("episode", row))]
 
     return _each(rows, path, skipped, make)
 
@@ -607,18 +616,16 @@ JUDGEMENT_FIELDS = ("dims", "judge_ok", "gate", "judge_error", "criteria", "rewa
 """What a ``pearl-verl judge`` row adds to the dialogue it judged."""
 
 SIGNATURES: tuple[tuple[str, set[str]], ...] = (
-    ("train", {"episode", "judge", "uid", "advantage"}),
-    ("eval", {"episode", "judge", "tutor"}),
-    ("heldout", {"episodes", "rewards", "dims"}),
+    ("dialogues", {"episode"}),  # dialogue rows of every kind (pearl_verl.dialogue.row)
+    ("heldout", {"episodes", "rewards", "dims"}),  # heldout.jsonl before 2026-11-28
     ("simulate", {"dialogue", "turn", "student_message"}),
     ("judgements", {"id", "judge_ok", "line"}),
-    ("dialogues", {"turns", "problem"}),
-    ("dialogues", {"id", "episode"}),  # pearl-verl judge's input: {"id": ..., "episode": EpisodeRecord}
+    ("episodes", {"turns", "problem"}),  # bare EpisodeRecord lines
     ("verl", {"input", "output", "score"}),
 )
 """How a file's first row tells its kind: the keys that kind always has, most specific first."""
 
 READERS: dict[str, Callable[[Rows, Path, list[str]], Iterator[dict[str, Any]]]] = {
-    "train": _train_rows, "eval": _eval_rows, "heldout": _heldout_rows, "simulate": _simulate_rows,
-    "dialogues": _dialogue_rows, "verl": _verl_rows,
+    "heldout": _heldout_rows, "simulate": _simulate_rows, "dialogues": _dialogue_rows, "episodes": _episode_lines,
+    "verl": _verl_rows,
 }

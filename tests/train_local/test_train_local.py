@@ -135,11 +135,12 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     assert all(r["eval/dialogues"] == 2 for r in rows if "eval/reward/mean" in r)
     assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # one dialogue row per held-out dialogue, as verl's reward loop judged it, in its slot (eval seed, problem, member)
     held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
-    assert [h["step"] for h in held] == [0, *range(2, latest + 1, 2), last]
-    for h in held:  # each dialogue as verl's reward loop judged it, in its slot (eval seed, problem, group member)
-        assert h["slots"] == [[0, 0, 0], [0, 0, 1]] and all(j["judge_ok"] == 1 for j in h["judgements"])
-        assert (out / "validation" / f"{h['step']}.jsonl").exists()  # verl's own validation dump beside ours
+    steps = [0, *range(2, latest + 1, 2), last]
+    assert [(h["step"], h["slot"]) for h in held] == [(s, [0, 0, m]) for s in steps for m in (0, 1)]
+    assert all(h["judge"]["judge_ok"] == 1 and h["episode"]["turns"] for h in held)
+    assert all((out / "validation" / f"{step}.jsonl").exists() for step in steps)  # verl's own validation dump
 
     # a person reads the progress bar and the summary; verl's, Ray's and torch's output go to train.log
     summary = (out / "summary.txt").read_text()

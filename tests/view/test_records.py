@@ -42,17 +42,22 @@ def test_held_out_judgements_bring_their_criteria(run_folder):
     assert held["heldout:2:0001"]["flags"] == ["judge_failed"] and held["heldout:0:0000"]["criteria"] is None
 
 
-def test_held_out_dialogues_pair_by_their_slot_when_an_evaluation_lost_one(run_folder):
-    path = run_folder / "heldout.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    rows[0]["slots"] = [[0, 0, 0], [0, 1, 0]]
-    for key in ("rewards", "episodes"):  # the step-2 validation lost the first problem's dialogue
-        rows[1][key] = rows[1][key][1:]
-    rows[1]["dims"], rows[1]["slots"] = {d: v[1:] for d, v in rows[1]["dims"].items()}, [[0, 1, 0]]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    held = [r for r in read_sources([run_folder]) if r["source"] == "heldout"]
-    assert sorted((r["slot"], r["step"]) for r in held) == [("heldout:0-0-0", 0), ("heldout:0-1-0", 0),
-                                                          ("heldout:0-1-0", 2)]
+def test_held_out_dialogue_rows_pair_by_slot_beside_an_older_runs_evaluations(run_folder):
+    from pearl_verl.dialogue.episode import EpisodeRecord
+    from pearl_verl.train_local.heldout import HeldOut, append_heldout, read_heldout
+
+    # a run resumed from before 2026-11-28: its file holds evaluations one a line, then dialogue rows; the step-4
+    # validation lost the first problem's dialogue
+    episodes = [EpisodeRecord.from_dict(episode(SOCRATIC, pid=f"held-{k}")) for k in (1, 2)]
+    held = HeldOut.of(4, 1, episodes[1:], [judgement(0.8)], [judgement(0.8)], slots=[[0, 1, 0]])
+    append_heldout(run_folder / "heldout.jsonl", held, "train")
+    records = [r for r in read_sources([run_folder]) if r["source"] == "heldout"]
+    assert sorted((r["slot"], r["step"]) for r in records) == [
+        ("heldout:0-1-0", 4), ("heldout:0000", 0), ("heldout:0000", 2), ("heldout:0001", 0), ("heldout:0001", 2)]
+    latest = next(r for r in records if r["step"] == 4)
+    assert latest["id"] == "heldout:4:0-1-0" and latest["reward"] == 0.8 and len(latest["criteria"]) == 24
+    assert [(phase, h.step, h.slots) for phase, h in read_heldout(run_folder / "heldout.jsonl")][-1] == (
+        "train", 4, [[0, 1, 0]])
 
 
 def test_judge_output_joins_its_dialogues_by_id(tmp_path):
