@@ -71,6 +71,9 @@ class HFRolloutServer:
             stops.add(tokenizer.eos_token_id)
         self.server = HFGenerateServer(model, pad, stops, max_batch=int(self.config.max_num_seqs), gather_s=GATHER_S)
         torch.manual_seed(int(self.config.seed) + self.replica_rank)  # rollout.seed, as vLLM's sampling seed
+        # Ray starts this actor (num_cpus=0) with OMP_NUM_THREADS=1, so torch would generate on one core; the trainer
+        # waits while its rollout runs, and the held-out validation is all generation: let it use every core
+        torch.set_num_threads(len(os.sched_getaffinity(0)))
 
     async def generate(
         self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str, **kwargs: Any
