@@ -4,7 +4,8 @@
 MathTutorBench model) on one machine, CPU included, for small models. ``HFRewardModel`` scores a
 conversation with a sequence-classification head (``num_labels=1``), the interface of
 MathTutorBench's pedagogical reward model. Both load from a local path only (nothing from a hub)
-and run one forward pass at a time in a worker thread, so the event loop stays responsive.
+and run one forward pass at a time in a worker thread, so the event loop stays responsive; on the
+GPU when there is one (:func:`default_device`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ from pearl_verl.errors import InputError
 from pearl_verl.llm.types import ChatResult, LLMCallError, Message, SamplingConfig, UsageMeter
 
 logger = logging.getLogger(__name__)
+
+
+def default_device() -> str:
+    """``cuda`` where torch sees a GPU, else ``cpu``: a local tutor or reward model runs where it runs fastest."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _model_dir(path: str | Path, what: str) -> Path:
@@ -40,11 +48,11 @@ class HFChatBackend:
         path: a model directory with a tokenizer that has a chat template.
         sampling: default sampling (temperature 0 means greedy decoding).
         seed: seeds torch before each call, so runs are reproducible.
-        device: torch device (``cpu`` by default; ``cuda`` when available and wanted).
+        device: torch device (None: :func:`default_device`).
     """
 
     def __init__(
-        self, path: str | Path, sampling: SamplingConfig | None = None, seed: int = 0, device: str = "cpu"
+        self, path: str | Path, sampling: SamplingConfig | None = None, seed: int = 0, device: str | None = None
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -52,12 +60,12 @@ class HFChatBackend:
         self.name = folder.name
         self.sampling = sampling or SamplingConfig()
         self.seed = seed
-        self.device = device
+        self.device = device or default_device()
         self.usage = UsageMeter()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         if not getattr(self.tokenizer, "chat_template", None):
             raise InputError(f"the tokenizer in {folder} has no chat template; use an instruction-tuned model.")
-        self.model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(folder).to(self.device).eval()
         self._lock = threading.Lock()
         self._calls = 0
 
@@ -134,17 +142,17 @@ class HFRewardModel:
     Args:
         path: a model directory (``AutoModelForSequenceClassification`` with one label) whose
             tokenizer has a chat template.
-        device: torch device.
+        device: torch device (None: :func:`default_device`).
     """
 
-    def __init__(self, path: str | Path, device: str = "cpu") -> None:
+    def __init__(self, path: str | Path, device: str | None = None) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         folder = _model_dir(path, "reward model")
         self.name = folder.name
-        self.device = device
+        self.device = device or default_device()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1).to(device).eval()
+        self.model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1).to(self.device).eval()
         if self.model.config.pad_token_id is None:
             self.model.config.pad_token_id = self.tokenizer.pad_token_id or self.tokenizer.eos_token_id
         self._lock = threading.Lock()

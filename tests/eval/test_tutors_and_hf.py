@@ -62,6 +62,17 @@ async def test_hf_chat_backend_generates_locally(tiny_chat_model):
         HFChatBackend(tiny_chat_model / "missing")
 
 
+def test_a_local_model_runs_on_the_gpu_when_torch_sees_one(monkeypatch):
+    import torch
+
+    from pearl_verl.eval.hf_backend import default_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_device() == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_device() == "cuda"
+
+
 def test_eval_tutor_with_a_local_hf_tutor(fx, tmp_path, run_cli, tiny_chat_model):
     assert (
         run_cli(
