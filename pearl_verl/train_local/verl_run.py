@@ -26,8 +26,6 @@ from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT_CPU, config_flags
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_SETTINGS
 
-RAY_LOGICAL_CPUS = 16
-"""Ray's logical CPU slots: verl starts ~10 actors that each ask for one; the cores are shared, not reserved."""
 VALIDATION_PREFIX = "val-"
 """What verl's validation metrics start with (``val-core/...``, ``val-aux/...``)."""
 STALL_MARK = "stayed above"
@@ -46,7 +44,7 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
 
     The method and the CPU's engine settings are that config's (:mod:`pearl_verl.verl_plugin.config`, shared with the
     recipes); the sizes come from :func:`pearl_verl.train_local.train.algorithm_overrides`; these are the run's:
-    model, data, rollout, judge, Ray's slots, logging, checkpoints. Every checkpoint includes the Hugging Face
+    model, data, rollout, judge, Ray's logical GPU, logging, checkpoints. Every checkpoint includes the Hugging Face
     export (``hf_model``), as the cluster's do. ``start``: ``disable`` (from ``policy``), ``auto``
     (verl's latest checkpoint) or the path of a ``global_step_N`` checkpoint.
     """
@@ -61,7 +59,6 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
         f"actor_rollout_ref.rollout.dtype={rollout_dtype}",
         f"+reward.reward_kwargs.backend={judge}",
         "+ray_kwargs.ray_init.num_gpus=1",  # a logical GPU for Ray's placement (torch sees none)
-        f"ray_kwargs.ray_init.num_cpus={RAY_LOGICAL_CPUS}",
         f"trainer.total_training_steps={steps}",
         "trainer.total_epochs=1000",  # the step count ends the run
         f"trainer.save_freq={save_freq}",

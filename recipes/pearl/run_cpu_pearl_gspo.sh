@@ -34,7 +34,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${STEPS:=3}"
 : "${EXPERIMENT_NAME:=pearl_cpu_gspo}"
 : "${NGPUS_PER_NODE:=1}"                # logical GPUs: FSDP ranks (one process each)
-: "${RAY_NUM_CPUS:=16}"                 # logical CPU slots for verl's ~10 actors; cores are shared, not reserved
+: "${RAY_NUM_CPUS:=}"                   # Ray's logical CPU slots (empty: config/parts/cpu.yaml's 16)
 : "${TRAIN_BATCH_SIZE:=2}"              # problems a step; x ROLLOUT_N dialogues
 : "${PPO_MINI_BATCH_SIZE:=2}"
 : "${ROLLOUT_N:=4}"
@@ -76,11 +76,12 @@ if [[ -z "$JUDGE_BASE_URL" ]]; then JUDGE_SETTINGS="+reward.reward_kwargs.backen
 REWARD=(
     $JUDGE_SETTINGS
 )
-# The host CPU (float32 weights, SDPA attention, the few workers: config/parts/cpu.yaml) with this run's Ray slots
-# and rollout precision.
+# The host CPU (float32 weights, SDPA attention, the few workers, Ray's slots: config/parts/cpu.yaml) with this run's
+# logical GPUs and rollout precision.
+# shellcheck disable=SC2206  # RAY_NUM_CPUS, when set, is one word
 CPU=(
     +ray_kwargs.ray_init.num_gpus=${NGPUS_PER_NODE}
-    ray_kwargs.ray_init.num_cpus=${RAY_NUM_CPUS}
+    ${RAY_NUM_CPUS:+ray_kwargs.ray_init.num_cpus=${RAY_NUM_CPUS}}
     actor_rollout_ref.rollout.dtype=${ROLLOUT_DTYPE}
 )
 case "$ROLLOUT_NAME" in
