@@ -175,7 +175,7 @@ class LocalRun:
                           rollout_dtype=_dtype_name(self.rollout_dtype), rollout=c.rollout),
             *validation_overrides(folder=self.out / "validation", problems=c.eval_problems,
                                   dialogues_per_problem=c.group_size * c.eval_seeds, every=c.eval_every,
-                                  temperature=c.temperature, before_training=not resume),
+                                  before_training=not resume),
             *self.extra_overrides,
         ]
 

@@ -73,7 +73,7 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
 
 
 def validation_overrides(*, folder: Path, problems: int, dialogues_per_problem: int, every: int,
-                         temperature: float, before_training: bool) -> list[str]:
+                         before_training: bool) -> list[str]:
     """The held-out evaluation as verl's validation of ``data.val_files``: before training (the policy RL starts
     from), every ``every`` steps and at the last, ``dialogues_per_problem`` sampled dialogues per problem at the
     training temperature, in the order of the file; ``pearl_sync`` writes the judged dialogues to ``folder``.
@@ -86,7 +86,7 @@ def validation_overrides(*, folder: Path, problems: int, dialogues_per_problem: 
         f"trainer.validation_data_dir={folder}",
         "data.validation_shuffle=False",
         f"actor_rollout_ref.rollout.val_kwargs.n={dialogues_per_problem}",
-        f"actor_rollout_ref.rollout.val_kwargs.temperature={temperature}",
+        "actor_rollout_ref.rollout.val_kwargs.temperature=${actor_rollout_ref.rollout.temperature}",
         "actor_rollout_ref.rollout.val_kwargs.do_sample=True",
         "actor_rollout_ref.rollout.val_kwargs.top_p=1.0",
         "actor_rollout_ref.rollout.val_kwargs.top_k=-1",

@@ -246,6 +246,9 @@ def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_a
     cpu = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
     assert {key: value for key, value in differences(train_local, cpu).items() if not key.startswith(RUN_KEYS)} == {}
     assert all(flat(train_local)[key] == value for key, value in METHOD.items())
+    # the held-out validation samples at the training temperature, wherever that is set
+    assert compose_verl_config([*ours, "actor_rollout_ref.rollout.temperature=0.7"]).actor_rollout_ref.rollout.val_kwargs[
+        "temperature"] == 0.7
     # a method setting changed on train-local's command line is a difference the check sees
     changed = compose_verl_config([*ours, "actor_rollout_ref.actor.clip_ratio_high=0.2"])
     assert differences(changed, cpu).keys() - {k for k in differences(changed, cpu) if k.startswith(RUN_KEYS)} == {
@@ -304,7 +307,7 @@ def _train_local_overrides(tmp_path: Path, rollout: str = "hf") -> list[str]:
                           start="disable", judge="offline", rollout_dtype="float32", rollout=rollout),
             *validation_overrides(folder=tmp_path / "validation", problems=c.eval_problems,
                                   dialogues_per_problem=c.group_size * c.eval_seeds, every=c.eval_every,
-                                  temperature=c.temperature, before_training=True)]
+                                  before_training=True)]
 
 
 def _train_local_sft_overrides(tmp_path: Path) -> list[str]:
