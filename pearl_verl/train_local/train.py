@@ -35,7 +35,7 @@ from pearl_verl.models.prepare import prepare_model
 from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
-from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides, setup_process
+from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides
 from pearl_verl.train_local.verl_run import hf_export, validation_overrides
 from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 
@@ -131,6 +131,7 @@ class LocalRun:
 
     def __init__(self, config: LocalTrainConfig, extra_overrides: list[str] = ()):
         from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+        from pearl_verl.verl_plugin.cpu.platform import install_host_cpu_platform
         from pearl_verl.verl_plugin.main_ppo import prepare
         from pearl_verl.verl_plugin.shared_simulator import simulator_for
 
@@ -140,7 +141,7 @@ class LocalRun:
         self.extra_overrides = list(extra_overrides)
         random.seed(config.seed)
         torch.manual_seed(config.seed)
-        setup_process()  # verl's host-CPU platform here too: the checks read it
+        install_host_cpu_platform()  # the checks below read verl's device from it
         head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
         self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
         self.cold_start_checkpoint = self.out / "checkpoints" / "global_step_0"

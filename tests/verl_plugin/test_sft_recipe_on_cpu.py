@@ -46,13 +46,19 @@ CPU_OVERRIDES = [
 
 TRAIN = textwrap.dedent(
     """
-    import json, sys
+    import json, os, socket, sys
     import torch
     from torch.distributed.tensor import DTensor
-    from pearl_verl.train_local.runtime import setup_process
     from pearl_verl.verl_plugin.config import PEARL_SFT, compose_config
+    from pearl_verl.verl_plugin.cpu.platform import install_host_cpu_platform
 
-    setup_process()  # host-CPU verl platform + 1-rank gloo group
+    install_host_cpu_platform()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # verl reads its rank layout from torch.distributed's variables, as torchrun sets them
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group("gloo", rank=0, world_size=1)
     from verl.trainer.sft_trainer import SFTTrainer
     from verl.utils import tensordict_utils as tu
 
