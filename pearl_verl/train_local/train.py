@@ -286,8 +286,11 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
                                  loss=f"{row.get('actor/pg_loss', math.nan):+.3f}")
 
         def on_validation(step: int) -> None:
-            held = HeldOut.from_validation(out / "validation" / f"{step}.pearl.jsonl", config.eval_seeds,
-                                           config.group_size)
+            dump = out / "validation" / f"{step}.pearl.jsonl"
+            held = HeldOut.from_validation(dump, config.eval_seeds, config.group_size) if dump.exists() else None
+            if held is None or not held.episodes:  # trainer.validation_data_dir moved, or every dialogue failed
+                logger.warning("verl validated step %d, but %s holds no judged dialogue: no held-out row", step, dump)
+                return
             phase = "train" if step else ("cold_start" if config.cold_start_steps else "initial")
             append_heldout(heldout_path, held, phase)
             record({"step": step, "phase": "heldout", **held.metrics()})
