@@ -243,6 +243,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
 
     from pearl_verl.train_local.role_rates import served_roles, student_mode
     from pearl_verl.train_local.verl_run import latest_checkpoint, run_main_ppo
+    from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 
     run = LocalRun(config, extra_overrides)
     out = run.out
@@ -285,7 +286,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
                                  turns=f"{row.get('pearl/episode/tutor_turns/mean', math.nan):.1f}",
                                  loss=f"{row.get('actor/pg_loss', math.nan):+.3f}")
 
-        def on_validation(step: int) -> None:
+        def on_validation(step: int, logged: dict[str, Any]) -> None:
             dump = out / "validation" / f"{step}.pearl.jsonl"
             held = HeldOut.from_validation(dump, config.eval_seeds, config.group_size) if dump.exists() else None
             if held is None or not held.episodes:  # trainer.validation_data_dir moved, or every dialogue failed
@@ -293,7 +294,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
                 return
             phase = "train" if step else ("cold_start" if config.cold_start_steps else "initial")
             append_heldout(heldout_path, held, phase)
-            record({"step": step, "phase": "heldout", **held.metrics()})
+            record({"step": step, "phase": "heldout", **held.metrics(), "time/eval_s": logged.get(VALIDATION_TIME_KEY)})
 
         if start < config.steps:
             evaluating = not start and config.eval_problems

@@ -119,9 +119,10 @@ def step_row(verl_row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Callable[[dict[str, Any]], None],
-                 resume_hint: str, on_validation: Callable[[int], None] | None = None) -> None:
+                 resume_hint: str, on_validation: Callable[[int, dict[str, Any]], None] | None = None) -> None:
     """Run ``python -m pearl_verl.verl_plugin.main_ppo`` from the ``pearl_gspo_cpu`` config with ``overrides``;
-    ``on_step(row)`` for each step it logs, then ``on_validation(step)`` when it logged a validation at that step.
+    ``on_step(row)`` for each step it logs, then ``on_validation(step, metrics)`` when it logged a validation at that
+    step (``metrics``: what verl logged with it).
 
     The child's output (Ray's, verl's, the workers') is appended to the file ``log``.
 
@@ -134,7 +135,7 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
         if step is not None:
             on_step(step)
         if on_validation is not None and any(key.startswith(VALIDATION_PREFIX) for key in row.get("data", {})):
-            on_validation(int(row["step"]))
+            on_validation(int(row["step"]), row.get("data", {}))
 
     command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *config_flags(PEARL_GSPO_CPU), *overrides,
                f"hydra.run.dir={out / 'hydra'}"]

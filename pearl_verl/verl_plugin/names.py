@@ -16,3 +16,7 @@ END_REASON_KEY = "pearl_end_reason"
 
 REWARD_INFO_FIELD = "reward_extra_info"
 """Where verl's reward loop puts a sample's reward fields among its extra fields (V1 trainer)."""
+
+VALIDATION_TIME_KEY = "val-aux/pearl/validation_s"
+"""The ``pearl_sync`` trainer's metric of how long a validation took (verl times only those inside a step, as
+``timing_s/testing``, not the one before training)."""

@@ -19,6 +19,7 @@ update done, saved (:mod:`pearl_verl.verl_plugin.stall`) and its metrics logged.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step
 from pearl_verl.verl_plugin.compat import check_v1_advantage_step, check_v1_validation, split_row_key
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, check_scalar_fallback, pearl_config_from_root
+from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, validation_rows, write_dump
 from pearl_verl.verl_plugin.stall import stop_with_checkpoint
 
@@ -134,8 +136,9 @@ class PearlSyncTrainer(PPOTrainerSync):
         clears it; the judge has scored them by then (the reward loop runs in the agent-loop workers).
         """
         folder = self.config.trainer.get("validation_data_dir")
+        start = time.perf_counter()
         if not folder:
-            return super()._validate()
+            return {**super()._validate(), VALIDATION_TIME_KEY: time.perf_counter() - start}
         rows: list[dict[str, Any]] = []
         buffer = self.replay_buffer
         sample = buffer.sample
@@ -151,7 +154,7 @@ class PearlSyncTrainer(PPOTrainerSync):
         finally:
             del buffer.sample  # the class's own again
         write_dump(folder, self.global_steps, sorted(rows, key=lambda row: (row["problem"], row["member"])))
-        return metrics
+        return {**metrics, VALIDATION_TIME_KEY: time.perf_counter() - start}
 
     def _validation_rows(self, batch: KVBatchMeta) -> list[dict[str, Any]]:
         data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields", "index"])

@@ -84,7 +84,7 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
     assert 0 < cold["cold_start/loss_last"] < cold["cold_start/loss_first"]  # SFT trained the tiny model
     held0 = next(r for r in rows if r["phase"] == "heldout")  # the policy RL starts from, evaluated by verl
-    assert (held0["step"], held0["eval/dialogues"]) == (0, 2)
+    assert (held0["step"], held0["eval/dialogues"]) == (0, 2) and held0["time/eval_s"] > 0
     # the cold start ran in verl's SFT trainer, from the pearl_sft_cpu config (as the cluster's from pearl_sft)
     sft = yaml.safe_load((out / "cold_start" / "hydra" / ".hydra" / "config.yaml").read_text())
     assert (sft["data"]["messages_key"], sft["optim"]["lr"], sft["trainer"]["device"]) == ("messages", 5e-3, "cpu")

@@ -18,6 +18,7 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 from pearl_verl.advantage.estimator import compute_pearl_advantage
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.compat import VerlCouplingError
+from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 from pearl_verl.verl_plugin.trainer_v1 import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
 
 pytestmark = pytest.mark.ray
@@ -187,7 +188,8 @@ def test_validation_writes_each_judged_dialogue_before_verl_clears_it(transfer_q
     trainer = _trainer(verl_config, f"trainer.validation_data_dir={tmp_path}")
     trainer.global_steps, trainer.replay_buffer = 4, ReplayBuffer()
     batch = _put_sessions(transfer_queue, partition="val", episodes=list(reversed(episodes)))
-    assert trainer._validate() == {"val-core/unknown/reward/mean@8": 0.5}
+    metrics = trainer._validate()
+    assert metrics.pop(VALIDATION_TIME_KEY) > 0 and metrics == {"val-core/unknown/reward/mean@8": 0.5}  # timed, as verl does not
     assert "sample" not in vars(trainer.replay_buffer)  # the buffer's own method again
     rows = [json.loads(line) for line in (tmp_path / "4.pearl.jsonl").read_text().splitlines()]
     assert [(r["problem"], r["member"]) for r in rows] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (1, 6), (1, 7)]
