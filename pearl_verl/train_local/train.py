@@ -130,8 +130,8 @@ class LocalRun:
     """A run directory and everything built once for it: settings, samples, data."""
 
     def __init__(self, config: LocalTrainConfig, extra_overrides: list[str] = ()):
-        from pearl_verl.verl_plugin.estimator import pearl_config_from_root
         from pearl_verl.verl_plugin.cpu.platform import install_host_cpu_platform
+        from pearl_verl.verl_plugin.estimator import pearl_config_from_root
         from pearl_verl.verl_plugin.main_ppo import prepare
         from pearl_verl.verl_plugin.shared_simulator import simulator_for
 
