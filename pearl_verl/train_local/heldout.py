@@ -168,9 +168,10 @@ def _share(values: Sequence[float]) -> str:
 
 def write_heldout_markdown(path: Path, before: HeldOut, after: HeldOut, count: int = 4) -> Path:
     """A Markdown file with the first ``count`` held-out dialogues at both steps, side by side in
-    order (same problem, student and seed), each with its judge reward."""
+    order (same slot: problem, student condition, eval seed and group member), each with its judge reward."""
     lines = [f"# Held-out dialogues at step {before.step} and step {after.step}", "",
-             "The same held-out problems, students and seeds at both steps; reward = mean judge score.", ""]
+             "The same held-out problems and student conditions at both steps, slot for slot; reward = mean judge score.",
+             ""]
     for n, pair in enumerate(paired(before, after)[:count]):
         lines += [f"## Dialogue {n + 1}: {before.episodes[pair[0]].problem.question}", ""]
         for held, i in zip((before, after), pair):
