@@ -1,7 +1,7 @@
 """Every private verl name pearl_verl relies on, in one place, checked against the verl we test.
 
 verl's public extension points (the registries, ``register_trainer``, the ``verl.plugins`` entry
-point) carry most of the plugin, but nine couplings reach into verl's internals:
+point) carry most of the plugin, but ten couplings reach into verl's internals:
 
 - the agent-loop registry (``_agent_loop_registry``), which verl exposes only through ``@register``;
 - the continuous-token builder's ``_render_tokens``, which the agent loop memoises;
