@@ -12,7 +12,6 @@ reward can be traced to a change in what the tutor writes.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Sequence
@@ -99,7 +98,7 @@ class HeldOut:
     def from_validation(cls, path: Path, seeds: int, group_size: int) -> HeldOut:
         """The validation dump ``path`` (``<step>.pearl.jsonl``, rows with ``problem`` and ``member``) of a
         validation that drew ``seeds * group_size`` dialogues per problem."""
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = read_metrics(path)
         step = int(rows[0]["step"]) if rows else int(path.name.split(".")[0])
         return cls.from_rows(step, seeds, [
             {**row, "slot": [row["member"] // group_size, row["problem"], row["member"] % group_size]} for row in rows])
