@@ -24,18 +24,12 @@ from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import child_session
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT_CPU, config_flags
-from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_SETTINGS
+from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_PART
 
 VALIDATION_PREFIX = "val-"
 """What verl's validation metrics start with (``val-core/...``, ``val-aux/...``)."""
 STALL_MARK = "stayed above"
 """In the failure guard's message (:class:`TrainingStalled`), which ends the child's output when it stops a run."""
-
-
-VLLM_CPU_OVERRIDES = tuple(f"{'+' if key == 'enable_sleep_mode' else ''}actor_rollout_ref.rollout.{key}={value}"
-                           for key, value in VLLM_CPU_SETTINGS.items())
-"""What verl's vLLM rollout needs on the CPU (as ``recipes/pearl/run_cpu_pearl_gspo.sh`` with ``ROLLOUT_NAME=vllm``;
-``enable_sleep_mode`` is a field of verl's RolloutConfig that its YAML lacks, hence the ``+``)."""
 
 
 def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: int, start: str, judge: str,
@@ -55,7 +49,7 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
         f"data.train_files=['{data / 'train.parquet'}']",
         f"data.val_files=['{data / 'val.parquet'}']",
         f"actor_rollout_ref.rollout.name={rollout}",
-        *(VLLM_CPU_OVERRIDES if rollout == "vllm" else ()),
+        *([VLLM_CPU_PART] if rollout == "vllm" else ()),  # as the CPU recipe with ROLLOUT_NAME=vllm
         f"actor_rollout_ref.rollout.dtype={rollout_dtype}",
         f"+reward.reward_kwargs.backend={judge}",
         "+ray_kwargs.ray_init.num_gpus=1",  # a logical GPU for Ray's placement (torch sees none)

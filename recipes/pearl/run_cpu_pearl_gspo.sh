@@ -86,12 +86,11 @@ CPU=(
 )
 case "$ROLLOUT_NAME" in
     hf) ;;
-    # vLLM on the CPU: no sleep mode (vLLM: not supported on this platform), so nothing to free between steps;
-    # eager mode (no CUDA graphs); the KV cache in VLLM_CPU_KVCACHE_SPACE GiB instead of a share of GPU memory.
+    # vLLM on the CPU (config/parts/vllm_cpu.yaml, as train-local --rollout vllm): no sleep mode (vLLM: not supported
+    # on this platform), so nothing to free between steps, and eager mode (no CUDA graphs); the KV cache in
+    # VLLM_CPU_KVCACHE_SPACE GiB instead of a share of GPU memory.
     vllm) CPU+=(
-        +actor_rollout_ref.rollout.enable_sleep_mode=False  # a field of verl's RolloutConfig, not of its YAML
-        actor_rollout_ref.rollout.free_cache_engine=False
-        actor_rollout_ref.rollout.enforce_eager=True
+        +parts=vllm_cpu
         actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=${WEIGHT_BUCKET_MB}
     )
     export VLLM_CPU_KVCACHE_SPACE ;;

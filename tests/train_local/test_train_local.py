@@ -235,12 +235,12 @@ def test_a_micro_batch_that_does_not_divide_the_step_is_refused(tmp_path, capsys
 
 
 def test_rollout_vllm_runs_verls_own_vllm_rollout_with_the_cpu_settings(tmp_path):
-    from pearl_verl.train_local.verl_run import VLLM_CPU_OVERRIDES, rl_overrides
+    from pearl_verl.train_local.verl_run import rl_overrides
 
     common = dict(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=2, save_freq=1, start="disable",
                   judge="offline", rollout_dtype="float32")
     vllm, hf = rl_overrides(**common, rollout="vllm"), rl_overrides(**common)
     assert "actor_rollout_ref.rollout.name=vllm" in vllm and "actor_rollout_ref.rollout.name=hf" in hf
-    assert set(vllm) - set(hf) == {"actor_rollout_ref.rollout.name=vllm", *VLLM_CPU_OVERRIDES}
+    assert set(vllm) - set(hf) == {"actor_rollout_ref.rollout.name=vllm", "+parts=vllm_cpu"}
     proc = _run(["train-local", "--out-dir", str(tmp_path / "x"), "--rollout", "sglang"], expect=2)
     assert "--rollout" in proc.stderr and "'hf', 'vllm'" in proc.stderr

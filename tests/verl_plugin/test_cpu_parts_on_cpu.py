@@ -96,5 +96,5 @@ def test_the_vllm_rollout_on_the_cpu_is_checked_before_ray_starts(tmp_path, monk
     with pytest.raises(InputError, match="attention heads of 16; vLLM's CPU attention takes 32 and more"):
         check_cpu_rollout(_rollout_config(small))
     with pytest.raises(InputError, match=r"needs \+actor_rollout_ref.rollout.enable_sleep_mode=False "
-                                         r"actor_rollout_ref.rollout.enforce_eager=True"):
+                                         r"actor_rollout_ref.rollout.enforce_eager=True \(.*\+parts=vllm_cpu sets them all"):
         check_cpu_rollout(_rollout_config(large, enable_sleep_mode=True, enforce_eager=False))

