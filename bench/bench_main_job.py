@@ -7,7 +7,8 @@ Runs ``pearl-verl train-local`` (default settings unless flags follow ``--``) an
 time outside verl's steps and those evaluations (Ray, TransferQueue, the workers, the models; the summary), the
 median step and its parts as verl times them (rollout with the streamed judge, old log-prob, update, weight sync),
 the wall time, and the process tree's peak resident memory and process count (sampled every 0.5 s with psutil).
-A step that ends with a validation includes it in verl's ``timing_s/step``: the median leaves it out.
+verl's V1 trainer (``pearl_sync``) times a step without the validation that may follow it (``timing_s/step`` holds
+the rollout, update, weight sync and checkpoint; ``timing_s/testing`` the validation, apart).
 """
 
 from __future__ import annotations
@@ -65,14 +66,14 @@ def measure(out: Path, steps: int, flags: list[str]) -> dict:
     wall = time.perf_counter() - start
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [row for row in rows if "timing_s/step" in row]
-    later = [row for row in train[1:] if "timing_s/testing" not in row] or train
+    later = train[1:] or train
 
     def median(key: str) -> float:
         return statistics.median(row.get(key, 0.0) for row in later)
 
     evals = [row.get("time/eval_s") or 0.0 for row in rows if "eval/reward/mean" in row]
     cold = sum(row.get("time/cold_start_s", 0.0) for row in rows)
-    stepped = sum(row["timing_s/step"] - row.get("timing_s/testing", 0.0) for row in train)
+    stepped = sum(row["timing_s/step"] for row in train)
     return {
         "exit": code, "wall_s": wall, "steps": len(train), "cold_start_s": cold, "evals_s": evals,
         "outside_s": wall - cold - sum(evals) - stepped, "first_step_s": train[0]["timing_s/step"] if train else None,
