@@ -1,6 +1,7 @@
 """``pearl-verl train-local``: PEARL training on this machine's CPU, through verl's own trainer.
 
-The stages, each picked up where it stopped by ``--resume``:
+The stages, each picked up where it stopped by ``--resume`` (RL from its last checkpoint, or from the cold start's
+when it stopped before its first):
 
 1. the tutor model (``tiny``, ``smollm2`` or a directory) in ``out/model``;
 2. the cold start: SFT on scripted-teacher dialogues through verl's SFT trainer (a child process, as the
@@ -21,6 +22,7 @@ import math
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
@@ -253,10 +255,13 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     (out / "config.json").write_text(json.dumps(settings, indent=1))
     metrics_path, heldout_path = out / "metrics.jsonl", out / "heldout.jsonl"
     start = latest_checkpoint(out) if resume else 0
+    cold = finished_cold_start(out) if resume and not start and config.cold_start_steps else None
     if start:
         rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
         _rewrite(metrics_path, rows)  # steps logged after the checkpoint run again
-        _rewrite(heldout_path, [row for row in read_metrics(heldout_path) if row["step"] <= start])
+        # and the dialogues of an evaluation without its row (a stop between the two) are recorded again with it
+        evaluated = {row["step"] for row in rows if row["phase"] == "heldout"}
+        _rewrite(heldout_path, [row for row in read_metrics(heldout_path) if row["step"] in evaluated])
     else:
         rows = []
         for stale in (metrics_path, heldout_path, out / "summary.txt", out / "dialogues.md"):
@@ -271,8 +276,8 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     try:
         if not start:
             run.write_data()
-            first: dict[str, Any] = {"step": 0, "phase": "initial"}
-            if config.cold_start_steps:
+            first: dict[str, Any] = cold or {"step": 0, "phase": "initial"}
+            if config.cold_start_steps and not cold:
                 progress.set_postfix_str("cold start (verl's SFT trainer)")
                 with open(out / "train.log", "a", encoding="utf-8") as log:
                     first = {"step": 0, "phase": "cold_start", **run.cold_start(log)}
@@ -296,6 +301,8 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
             append_heldout(heldout_path, held, phase)
             record({"step": step, "phase": "heldout", **held.metrics(), "time/eval_s": logged.get(VALIDATION_TIME_KEY)})
 
+        if start:
+            _catch_up(out, start, rows, record, on_validation)
         if start < config.steps:
             evaluating = not start and config.eval_problems
             progress.set_postfix_str("starting verl's trainer (Ray)" + (", held-out evaluation" if evaluating else ""))
@@ -308,6 +315,36 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     plot_curves(rows, out / "curves.png", f"pearl-verl train-local ({config.model}, seed {config.seed})", OBSERVABLES)
     _write_summary(out, read_heldout(heldout_path), rows, roles)
     return rows
+
+
+def _catch_up(out: Path, start: int, rows: list[dict[str, Any]], record: Callable[[dict[str, Any]], None],
+              on_validation: Callable[[int, dict[str, Any]], None]) -> None:
+    """Record what the stopped launch's verl logged up to the checkpoint ``start`` but this process had not recorded
+    yet: a stop can fall between verl's line and its rows here (a step's, then its validation's), and the resumed
+    launch does not run those steps again."""
+    from pearl_verl.train_local.verl_run import is_validation, logged_rows, step_row
+
+    have = {(row["step"], row["phase"]) for row in rows}
+    for logged in logged_rows(out):
+        step = int(logged["step"])
+        if step > start:
+            continue
+        train = step_row(logged)
+        if train is not None and (step, "train") not in have:
+            _copy_dialogues(out, step)
+            record(train)
+        if is_validation(logged) and (step, "heldout") not in have:
+            on_validation(step, logged.get("data", {}))
+
+
+def finished_cold_start(out: Path) -> dict[str, Any] | None:
+    """The cold start's ``metrics.jsonl`` row, when an earlier launch of the run in ``out`` finished it: its step-0
+    checkpoint is there (the hand-over moves it into place whole) and the row was recorded. None otherwise: a run
+    stopped after its cold start but before its first RL checkpoint resumes RL from the cold start, not from the
+    beginning."""
+    if not hf_export(out, 0).is_dir():
+        return None
+    return next((row for row in read_metrics(out / "metrics.jsonl") if row.get("phase") == "cold_start"), None)
 
 
 def _copy_dialogues(out: Path, step: int) -> None:

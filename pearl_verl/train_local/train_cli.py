@@ -34,18 +34,25 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from pearl_verl.children import Stopped
     from pearl_verl.train_local.quiet import quiet_run
     from pearl_verl.train_local.role_rates import role_rates, role_verdict
-    from pearl_verl.train_local.train import run_training
+    from pearl_verl.train_local.train import finished_cold_start, run_training
     from pearl_verl.train_local.verl_run import latest_checkpoint
 
     config = LocalTrainConfig(**config_values(args, (f.name for f in dataclasses.fields(LocalTrainConfig))))
     out = Path(config.out_dir)
     if args.resume and not latest_checkpoint(out):  # a run killed before its first RL checkpoint
-        print(f"--resume: {out / 'checkpoints'} holds no checkpoint to resume from; the run starts from the "
-              "beginning", file=sys.stderr)
-    with quiet_run(out / "train.log", verbose=args.verbose) as console:
-        rows = run_training(config, resume=args.resume, progress_file=console.err, extra_overrides=args.overrides)
+        print(f"--resume: {out / 'checkpoints'} holds no RL checkpoint to resume from; "
+              + ("RL starts again from the cold start's" if config.cold_start_steps and finished_cold_start(out)
+                 else "the run starts from the beginning"), file=sys.stderr)
+    try:
+        with quiet_run(out / "train.log", verbose=args.verbose) as console:
+            rows = run_training(config, resume=args.resume, progress_file=console.err, extra_overrides=args.overrides)
+    except Stopped:
+        if not latest_checkpoint(out) and not finished_cold_start(out):  # the hint would promise a checkpoint
+            args.stop_hint = "; nothing was checkpointed yet: the same command starts it again"
+        raise
     summary = out / "summary.txt"
     if summary.exists():
         print(summary.read_text(encoding="utf-8").rstrip())

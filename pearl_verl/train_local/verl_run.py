@@ -112,6 +112,17 @@ def step_row(verl_row: dict[str, Any]) -> dict[str, Any] | None:
     return {"step": int(verl_row["step"]), "phase": "train", "reward/mean": reward, **data}
 
 
+def is_validation(verl_row: dict[str, Any]) -> bool:
+    """Whether a row of verl's file logger holds a validation's metrics."""
+    return any(key.startswith(VALIDATION_PREFIX) for key in verl_row.get("data", {}))
+
+
+def logged_rows(out: Path) -> Iterator[dict[str, Any]]:
+    """The complete rows of verl's file logger from the last launch of ``main_ppo`` in ``out`` (each launch starts
+    the file anew)."""
+    return (row for row in _complete_rows(out / "verl_metrics.jsonl", 0) if "step" in row)
+
+
 def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Callable[[dict[str, Any]], None],
                  resume_hint: str, on_validation: Callable[[int, dict[str, Any]], None] | None = None) -> None:
     """Run ``python -m pearl_verl.verl_plugin.main_ppo`` from the ``pearl_gspo_cpu`` config with ``overrides``;
@@ -128,7 +139,7 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
         step = step_row(row)
         if step is not None:
             on_step(step)
-        if on_validation is not None and any(key.startswith(VALIDATION_PREFIX) for key in row.get("data", {})):
+        if on_validation is not None and is_validation(row):
             on_validation(int(row["step"]), row.get("data", {}))
 
     command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *config_flags(PEARL_GSPO_CPU), *overrides,

@@ -45,35 +45,56 @@ def _verl_config(out: Path) -> dict:
     return yaml.safe_load((out / "hydra" / ".hydra" / "config.yaml").read_text())
 
 
-def _stop_with_sigterm_after_step(command: list[str], out: Path, step: int, marker: str,
-                                  processes_with) -> subprocess.CompletedProcess:
-    """Start ``command``, send it SIGTERM once verl has logged and checkpointed ``step`` (the next step under
-    way); returns the finished process, after checking that it started verl's and Ray's processes."""
+def _stop_with_sigterm(command: list[str], marker: str, ready, expect_running: tuple[str, ...],
+                       processes_with) -> subprocess.CompletedProcess:
+    """Start ``command``, send it SIGTERM once ``ready()`` holds; returns the finished process, after checking that
+    processes whose command lines name each of ``expect_running`` were running then."""
     env = {**os.environ, "PEARL_TEST_RUN": marker}
     proc = subprocess.Popen([sys.executable, "-m", "pearl_verl.cli", *command], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    latest = out / "checkpoints" / "latest_checkpointed_iteration.txt"
     deadline = time.monotonic() + 900
-    while not (latest.exists() and latest.read_text().strip() == str(step)
-               and any(r["step"] == step for r in _metrics(out) if "reward/mean" in r)):
+    while not ready():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.5)
     running = processes_with(env=marker)
-    assert any("main_ppo" in c for c in running) and any("ray" in c.lower() for c in running), running
+    assert all(any(name in c.lower() for c in running) for name in expect_running), running
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=300)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
+def _logged_and_checkpointed(out: Path, step: int) -> bool:
+    """verl has logged and checkpointed ``step`` (the next step under way)."""
+    latest = out / "checkpoints" / "latest_checkpointed_iteration.txt"
+    return (latest.exists() and latest.read_text().strip() == str(step)
+            and any(r["step"] == step for r in _metrics(out) if "reward/mean" in r))
+
+
+STOPPED = "pearl-verl train-local: stopped by SIGTERM; the same command with --resume goes on from its last checkpoint"
+
+
 def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp_path, processes_with):
     out = tmp_path / "run"
     marker = f"pearl-test-{uuid.uuid4().hex}"
+    command = ["train-local", "--out-dir", str(out), "--steps", "10", *SMALL, *COLD]
+    # a stop during the cold start, in verl's SFT trainer (a torchrun child): nothing of it is left, nothing counts
+    # as done, and --resume, finding no checkpoint, starts the run from the beginning, as the message says (more SFT
+    # steps than the cold start below, so that the signal finds it running)
+    sft_log = out / "cold_start" / "verl_metrics.jsonl"
+    early = _stop_with_sigterm([*command, "--cold-start-steps", "500"], f"{marker}-sft",
+                               lambda: sft_log.is_file() and "train/loss" in sft_log.read_text(), ("sft_trainer",),
+                               processes_with)
+    assert early.returncode == 128 + signal.SIGTERM, early.stderr[-3000:]
+    assert early.stderr.strip().splitlines()[-1] == (
+        "pearl-verl train-local: stopped by SIGTERM; nothing was checkpointed yet: the same command starts it again")
+    assert processes_with(env=f"{marker}-sft") == []
+    assert not (out / "metrics.jsonl").exists() and not (out / "checkpoints").exists()
     # a batch scheduler's stop (SIGTERM) during step 3 of 10: verl's trainer and all of Ray's processes go with it
-    killed = _stop_with_sigterm_after_step(["train-local", "--out-dir", str(out), "--steps", "10", *SMALL, *COLD],
-                                           out, 2, marker, processes_with)
+    killed = _stop_with_sigterm([*command, "--resume"], marker, lambda: _logged_and_checkpointed(out, 2),
+                                ("main_ppo", "ray"), processes_with)
+    assert "holds no RL checkpoint to resume from; the run starts from the beginning" in killed.stderr
     assert killed.returncode == 128 + signal.SIGTERM, killed.stderr[-3000:]
-    assert killed.stderr.strip().splitlines()[-1] == (
-        "pearl-verl train-local: stopped by SIGTERM; the same command with --resume goes on from its last checkpoint")
+    assert killed.stderr.strip().splitlines()[-1] == STOPPED
     assert processes_with(env=marker) == []  # nothing of the run is left, not even an orphan adopted by init
     # verl may finish a step between the signal and its end: the resume starts from whatever it checkpointed
     latest = int((out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text())
@@ -148,7 +169,7 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     assert "95% interval" in summary and "what the tutor does" in summary and summary.strip() in proc.stdout
     assert "train-local: 100%" in proc.stderr
     chatter = ("UserWarning", "WARNING", "TaskRunner", "ray", "Loading weights", "Traceback")
-    for printed in (killed.stdout + killed.stderr, proc.stdout + proc.stderr):
+    for printed in (early.stdout + early.stderr, killed.stdout + killed.stderr, proc.stdout + proc.stderr):
         assert not any(text in printed for text in chatter), printed[-2000:]
     assert "TaskRunner" in (out / "train.log").read_text()
     assert "## Dialogue 1" in (out / "dialogues.md").read_text()
@@ -159,6 +180,78 @@ def test_bad_settings_fail_before_any_work(tmp_path):
     assert "argument --group-size: got 1; allowed: a whole number from 2" in proc.stderr
     proc = _run(["train-local", "--out-dir", str(tmp_path / "x"), "trainer.no_such_key=1"], expect=2)
     assert "no_such_key" in proc.stderr and not (tmp_path / "x" / "checkpoints").exists()
+
+
+# run_training with verl's trainer and the cold start replaced: what a resume starts from, decided from the run's
+# files. Three resumes in one process (one model and config): after the cold start's hand-over, without it, and from
+# RL's checkpoint of step 2 with the last rows verl logged before the stop not yet recorded by train-local
+RESUME_PROBE = """
+import json, shutil, sys
+from pathlib import Path
+import pearl_verl.train_local.verl_run as verl_run
+from pearl_verl.train_local.config import LocalTrainConfig
+from pearl_verl.train_local.train import LocalRun, run_training
+out, stopped = Path(sys.argv[1]), json.loads(sys.argv[2])
+launched, metrics = [], []
+verl_run.run_main_ppo = lambda overrides, **kw: launched.append(overrides)
+LocalRun.cold_start = lambda self, log: {"cold_start/steps": -1}  # a cold start run anew shows as -1
+config = LocalTrainConfig(out_dir=str(out), steps=3, num_problems=2, batch_problems=1, group_size=2,
+                          eval_problems=1, eval_seeds=1, max_tutor_turns=2, cold_start_steps=3)
+for case in ("after the hand-over", "in the cold start", "after step 2"):
+    if case == "in the cold start":
+        shutil.rmtree(out / "checkpoints")
+    if case == "after step 2":
+        for name, text in stopped.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_text(text)
+    run_training(config, resume=True)
+    metrics.append([json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()])
+print(json.dumps({"launched": launched, "metrics": metrics}))
+"""
+
+
+def test_a_resume_starts_from_what_the_stopped_run_finished(tmp_path, make_episode):
+    """--resume after a stop: between the cold start's hand-over and RL's first checkpoint (step --save-every) it keeps
+    the cold start (its checkpoint and metrics row) and starts RL from it; without the hand-over it starts anew; after
+    RL's checkpoint of step 2 it records what verl logged up to there that the stop kept train-local from recording
+    (step 2's row and its validation, each held-out dialogue once), and nothing after it."""
+    from pearl_verl.dialogue.row import dialogue_row
+    from pearl_verl.dims import DIMENSIONS
+
+    out = tmp_path / "run"
+    cold = {"step": 0, "phase": "cold_start", "cold_start/steps": 3, "cold_start/loss_last": 0.5}
+    (out / "checkpoints" / "global_step_0" / "actor" / "huggingface").mkdir(parents=True)
+    (out / "metrics.jsonl").write_text(json.dumps(cold) + "\n" + json.dumps({"step": 0, "phase": "heldout"}) + "\n")
+    (out / "validation").mkdir()
+    # the stop after step 2: verl checkpointed it and logged its row with its validation, train-local recorded step 1
+    judge = {"judge_ok": 1, **dict.fromkeys(DIMENSIONS, 0.5)}
+    dump = [{**dialogue_row(make_episode(["help", "What is 3 x 4?"]).to_dict(), judge, 0.5, step=2, uid="u0"), "problem": 0, "member": member}
+            for member in range(2)]
+    verl_log = [{"step": step, "data": {"pearl/reward/acc/mean": 0.5, "actor/pg_loss": 0.0,
+                                        **({"val-aux/pearl/validation_s": 7.0} if step == 2 else {})}}
+                for step in (1, 2, 3)]
+    recorded = [cold, {"step": 1, "phase": "train", "reward/mean": 0.5}]
+    stopped = {"checkpoints/latest_checkpointed_iteration.txt": "2",
+               "metrics.jsonl": "".join(json.dumps(row) + "\n" for row in recorded),
+               "verl_metrics.jsonl": "".join(json.dumps(row) + "\n" for row in verl_log),
+               "validation/2.pearl.jsonl": "".join(json.dumps(row) + "\n" for row in dump),
+               # the stop fell after the evaluation's first dialogues reached heldout.jsonl, before its row
+               "heldout.jsonl": json.dumps({**dump[0], "slot": [0, 0, 0], "phase": "train"}) + "\n"}
+    proc = subprocess.run([sys.executable, "-c", RESUME_PROBE, str(out), json.dumps(stopped)], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    probe = json.loads(proc.stdout.strip().splitlines()[-1])
+    (kept, redone, caught_up), first = probe["metrics"], probe["launched"][0]
+    assert f"trainer.resume_from_path={(out / 'checkpoints' / 'global_step_0').resolve()}" in first
+    assert "trainer.val_before_train=True" in first  # the step-0 evaluation it had not finished
+    assert kept == [cold]
+    assert [row["cold_start/steps"] for row in redone] == [-1]  # no hand-over: the cold start ran again
+    assert [(row["step"], row["phase"]) for row in caught_up] == [(0, "cold_start"), (1, "train"), (2, "train"),
+                                                                  (2, "heldout")]
+    assert caught_up[3]["eval/dialogues"] == 2 and caught_up[3]["time/eval_s"] == 7.0
+    assert "trainer.resume_mode=auto" in probe["launched"][2]  # step 3 runs again in verl, not from its old row
+    held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
+    assert [(row["step"], row["slot"]) for row in held] == [(2, [0, 0, 0]), (2, [0, 0, 1])]
 
 
 def test_a_run_whose_judge_is_down_stops_with_the_failure_guard_and_a_resumable_checkpoint(tmp_path):

@@ -6,15 +6,16 @@ about a minute each, half of it Ray's start. The probe judge (a test double that
 turns opening with a capital letter) gives the untrained policy's groups contrast; at lr 1e-2 a
 later step's groups can all agree (every dialogue learned the property, or none shows it), and then
 GRPO-style advantages are zero by definition: the checks follow each step's contrast, read from
-the step's dump, rather than assume it. A run whose judge is down the whole time is
-``tests/train_local/test_train_local.py``'s: ``train-local`` runs this same ``main_ppo``, and its failure
-guard stops it there with the guard's message.
+the step's dump, rather than assume it. Two runs of this ``main_ppo`` are
+``tests/train_local/test_train_local.py``'s, a Ray start fewer each for the suite: a run stopped during its third
+step and resumed from its checkpoint (``trainer.resume_mode=auto``), and a run whose judge is down the whole time,
+which the failure guard stops with its message. The recipe's own kill and resume runs with verl's vLLM rollout
+(``test_main_ppo_vllm_on_cpu.py``, marked ``long``).
 """
 
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -114,37 +115,8 @@ def assert_pearl_dumps(folder: Path, steps: list[int]) -> set[int]:
     return contrasted
 
 
-def test_legacy_trainer_runs_the_whole_pearl_stack(watched_run, prepared, tmp_path):
-    assert_whole_stack(tmp_path, run_recipe(watched_run, prepared, tmp_path, "trainer.use_v1=false"), v1=False)
-
-
-def test_v1_trainer_runs_the_whole_pearl_stack_and_a_killed_run_resumes_from_its_checkpoint(
-        watched_run, prepared, tmp_path):
-    """Steps 1-2 of the V1 trainer, a kill during step 3, then step 3 in a resumed run: the whole stack on every step.
-
-    One run serves both checks, a Ray start fewer for the suite: its first two steps show the whole stack,
-    and the step after the kill must be as whole as they were.
-    """
-    first = watched_run(["bash", str(RECIPE)], _env(prepared, tmp_path, SAVE_FREQ="1"))
-    marker = tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt"
-    # verl logs a step's metrics after saving its checkpoint: wait for both of step 2
-    while not (marker.is_file() and marker.read_text().strip() == "2" and 2 in training_rows(tmp_path)):
-        assert first.proc.poll() is None, "the first run ended before its step-2 checkpoint:\n" + first.output()[-4000:]
-        assert not first.stalled(), first.output()[-4000:]
-        time.sleep(0.5)
-    # The run's session holds the driver and its Ray cluster's GCS and raylet, whose workers exit
-    # with them; `ray stop` is not used, as it would stop every other Ray cluster on the machine too.
-    first.kill()
-    assert not (tmp_path / "checkpoints" / "global_step_3").exists()
-    before_kill = {step: row for step, row in training_rows(tmp_path).items() if step <= 2}
-    contrasted = assert_pearl_dumps(tmp_path / "rollouts", [1, 2])
-    assert 1 in contrasted  # the untrained policy's dialogues differ: the run had something to learn from
-    assert_pearl_steps(before_kill, [1, 2], contrasted)
-
-    resumed = run_recipe(watched_run, prepared, tmp_path, "trainer.resume_mode=auto", SAVE_FREQ="1")
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-6000:]
-    assert "training steps logged: steps 3-3 (resumed after step 2)" in resumed.stdout
-    assert "smoke run passed" in resumed.stdout
-    # the resumed run's own log holds step 3 alone, trained on the whole stack as steps 1 and 2 were
-    assert_pearl_steps(training_rows(tmp_path), [3], assert_pearl_dumps(tmp_path / "rollouts", [3]))
-    assert (tmp_path / "checkpoints" / "global_step_3" / "actor" / "huggingface").is_dir()
+@pytest.mark.parametrize("trainer", ["v1", "legacy"])
+def test_the_trainer_runs_the_whole_pearl_stack(watched_run, prepared, tmp_path, trainer):
+    """Three steps of verl's V1 trainer (``pearl_sync``, the recipes') or its legacy one (``trainer.use_v1=false``)."""
+    overrides = ["trainer.use_v1=false"] if trainer == "legacy" else []
+    assert_whole_stack(tmp_path, run_recipe(watched_run, prepared, tmp_path, *overrides), v1=trainer == "v1")
