@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 from verl.trainer.config import AlgoConfig
 from verl.utils.config import omega_conf_to_dataclass
 
-from pearl_verl.verl_plugin import config as config_module
 from pearl_verl.errors import InputError
+from pearl_verl.verl_plugin import config as config_module
 from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT, PEARL_SFT_CPU, compose_config, config_flags
 from pearl_verl.verl_plugin.main_ppo import prepare
 
