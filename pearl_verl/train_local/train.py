@@ -259,8 +259,9 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     if start:
         rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
         _rewrite(metrics_path, rows)  # steps logged after the checkpoint run again
-        # and the dialogues of an evaluation without its row (a stop between the two) are recorded again with it
-        evaluated = {row["step"] for row in rows if row["phase"] == "heldout"}
+        # and the dialogues of an evaluation without its row (a stop between the two) are recorded again with it;
+        # the row is a "heldout" one, or before 2026-11-28 the evaluated step's own
+        evaluated = {row["step"] for row in rows if "eval/reward/mean" in row}
         _rewrite(heldout_path, [row for row in read_metrics(heldout_path) if row["step"] in evaluated])
     else:
         rows = []
