@@ -152,6 +152,10 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     assert "trainer.resume_mode=auto" in _verl_overrides(out)
     rows = _metrics(out)
     assert [r["step"] for r in rows if "reward/mean" in r] == list(range(1, last + 1))  # nothing repeated
+    # the resumed step trained on the whole stack too, with the checkpoint's weights in the rollout server
+    resumed = next(r for r in rows if r["step"] == last and "reward/mean" in r)
+    assert resumed["pearl/judge/failure_rate"] == 0.0 and resumed["training/rollout_probs_diff_max"] < 5e-4
+    assert "pearl/advantage/nonzero_frac" in resumed and resumed["actor/lr"] == 2.5e-3
     assert [r["step"] for r in rows if "eval/reward/mean" in r] == [0, *range(2, latest + 1, 2), last]
     assert all(r["eval/dialogues"] == 2 for r in rows if "eval/reward/mean" in r)
     assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
