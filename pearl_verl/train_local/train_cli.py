@@ -42,15 +42,18 @@ def run(args: argparse.Namespace) -> int:
 
     config = LocalTrainConfig(**config_values(args, (f.name for f in dataclasses.fields(LocalTrainConfig))))
     out = Path(config.out_dir)
+    def from_cold_start() -> bool:  # what run_training resumes from without an RL checkpoint
+        return bool(config.cold_start_steps and finished_cold_start(out))
+
     if args.resume and not latest_checkpoint(out):  # a run killed before its first RL checkpoint
         print(f"--resume: {out / 'checkpoints'} holds no RL checkpoint to resume from; "
-              + ("RL starts again from the cold start's" if config.cold_start_steps and finished_cold_start(out)
-                 else "the run starts from the beginning"), file=sys.stderr)
+              + ("RL starts again from the cold start's" if from_cold_start() else "the run starts from the beginning"),
+              file=sys.stderr)
     try:
         with quiet_run(out / "train.log", verbose=args.verbose) as console:
             rows = run_training(config, resume=args.resume, progress_file=console.err, extra_overrides=args.overrides)
     except Stopped:
-        if not latest_checkpoint(out) and not finished_cold_start(out):  # the hint would promise a checkpoint
+        if not latest_checkpoint(out) and not from_cold_start():  # the hint would promise a checkpoint
             args.stop_hint = "; nothing was checkpointed yet: the same command starts it again"
         raise
     summary = out / "summary.txt"

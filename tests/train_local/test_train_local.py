@@ -229,7 +229,8 @@ def test_a_resume_starts_from_what_the_stopped_run_finished(tmp_path, make_episo
     (out / "validation").mkdir()
     # the stop after step 2: verl checkpointed it and logged its row with its validation, train-local recorded step 1
     judge = {"judge_ok": 1, **dict.fromkeys(DIMENSIONS, 0.5)}
-    dump = [{**dialogue_row(make_episode(["help", "What is 3 x 4?"]).to_dict(), judge, 0.5, step=2, uid="u0"), "problem": 0, "member": member}
+    episode = make_episode(["help", "What is 3 x 4?"]).to_dict()
+    dump = [{**dialogue_row(episode, judge, 0.5, step=2, uid="u0"), "problem": 0, "member": member}
             for member in range(2)]
     verl_log = [{"step": step, "data": {"pearl/reward/acc/mean": 0.5, "actor/pg_loss": 0.0,
                                         **({"val-aux/pearl/validation_s": 7.0} if step == 2 else {})}}

@@ -386,7 +386,8 @@ def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(tmp_path
     hf = {o for o in recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)}
     extra = set(overrides) - hf  # the rollout and its CPU settings, nothing else
     assert {o.split("=", 1)[0] for o in extra} == {
-        "actor_rollout_ref.rollout.name", "+parts", "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes"}
+        "actor_rollout_ref.rollout.name", "+parts",
+        "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes"}
     # the check before Ray starts passes the composed run, and names the part to a run without it (vLLM's CPU build
     # is in the test install; the model path has no config.json, so the head-size check has nothing to read)
     with pytest.MonkeyPatch.context() as env:
