@@ -53,27 +53,112 @@ def test_experts_split_by_verls_weight_sync_are_packed_back_exactly(tiny_moe):
         pack_experts({k: v for k, v in split.items() if not k.endswith("experts.1.down_proj.weight")})
 
 
+def _sampled_log_probs(model, prompt: list[int], tokens: list[int], temperature: float) -> torch.Tensor:
+    """log_softmax(logits / T) of each sampled token under the model, the whole sequence encoded at once."""
+    ids = torch.tensor([prompt + tokens])
+    with torch.no_grad():
+        logits = model(ids).logits[0, len(prompt) - 1 : -1] / temperature
+    return torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(tokens)[:, None])[:, 0]
+
+
+def _generate_all(server, prompts: dict[str, list[int]], temperature: float = 1.0, max_tokens: int = 6) -> dict:
+    """Each prompt's output, generated together; every call has a new request id, as verl's server manager sends."""
+    import asyncio
+    from uuid import uuid4
+
+    async def together():
+        params = {"temperature": temperature, "top_p": 1.0, "top_k": -1, "max_tokens": max_tokens}
+        return await asyncio.gather(*(server.generate(uuid4().hex, prompt_ids=p, sampling_params=params)
+                                      for p in prompts.values()))
+
+    return dict(zip(prompts, asyncio.run(together())))
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_generated_tokens_carry_the_log_probs_verls_actor_computes(tiny_moe, temperature):
     """log_softmax(logits / T) of each sampled token under the model, as the actor's old log-prob."""
-    import asyncio
-
     torch.manual_seed(0)
     server = HFGenerateServer(tiny_moe, pad_token_id=0, stop_token_ids=[], max_batch=4)
-    prompts = [[5, 6, 7, 8], [9, 10]]
-
-    async def both():
-        params = {"temperature": temperature, "top_p": 1.0, "top_k": -1, "max_tokens": 6}
-        return await asyncio.gather(*(server.generate(f"r{i}", prompt_ids=p, sampling_params=params)
-                                      for i, p in enumerate(prompts)))
-
-    for prompt, output in zip(prompts, asyncio.run(both())):
+    prompts = {"r0": [5, 6, 7, 8], "r1": [9, 10]}
+    for key, output in _generate_all(server, prompts, temperature).items():
         assert len(output.token_ids) == len(output.log_probs) == 6
-        ids = torch.tensor([prompt + output.token_ids])
-        with torch.no_grad():
-            logits = tiny_moe(ids).logits[0, len(prompt) - 1 : -1] / temperature
-        expected = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(output.token_ids)[:, None])[:, 0]
+        expected = _sampled_log_probs(tiny_moe, prompts[key], output.token_ids, temperature)
         assert torch.allclose(torch.tensor(output.log_probs), expected, atol=1e-4)
+
+
+def test_a_dialogue_kept_between_turns_generates_as_if_encoded_whole(tiny_moe):
+    """Each dialogue's keys and values are found again at its next turn; what is sampled scores as a fresh encoding.
+
+    The batches mix dialogues with kept prefixes of different lengths, two that share their first prompt (one
+    problem's group), one whose earlier tokens changed, and one that is new; a weight update drops what the old
+    weights computed.
+    """
+    from pearl_verl.verl_plugin.cpu.prefix_cache import BLOCK
+
+    torch.manual_seed(0)
+    server = HFGenerateServer(tiny_moe, pad_token_id=0, stop_token_ids=[], max_batch=8)
+    first = list(range(5, 5 + 2 * BLOCK))
+    prompts = {"a": first, "a2": list(first), "b": list(range(100, 100 + BLOCK + 3)), "c": list(range(200, 240))}
+    reused, lengths = [], []
+    for turn in range(4):
+        outputs = _generate_all(server, prompts)
+        for key, output in outputs.items():
+            expected = _sampled_log_probs(tiny_moe, prompts[key], output.token_ids, 1.0)
+            assert torch.allclose(torch.tensor(output.log_probs), expected, atol=1e-4), (turn, key)
+        reused.append(server.prefix_cache.reused_tokens)
+        lengths.append({key: len(p) for key, p in prompts.items()})
+        # the student answers: the next prompt is this one, the tutor's reply and a few new tokens
+        prompts = {key: prompts[key] + out.token_ids + [300 + turn] * (i + 1)
+                   for i, (key, out) in enumerate(outputs.items())}
+        if turn == 1:
+            prompts["c"][3] = 99  # an early token changed: nothing before the first whole block is reused
+        if turn == 2:
+            prompts["d"] = list(range(400, 430))
+    # A turn keeps its prompt and 5 of its 6 tokens (the last one sampled was never encoded); the next turn finds
+    # them by content: "a" and "a2" each their own, not the other's, which shares only the first prompt.
+    assert reused[0] == 0
+    assert reused[1] == sum(length + 5 for length in lengths[0].values())
+    assert reused[2] - reused[1] == sum(length + 5 for key, length in lengths[1].items() if key != "c")
+    # one kept sequence a dialogue (each turn's replaced the one it extends), and "c"'s from before its change
+    assert len(server.prefix_cache) == 5 + 1
+    state = {name: tensor + 0.01 for name, tensor in tiny_moe.state_dict().items()}
+    server.load_weights(state)
+    assert len(server.prefix_cache) == 0 and server.prefix_cache.nbytes == 0
+    tiny_moe.load_state_dict(state)
+    outputs = _generate_all(server, prompts)
+    assert server.prefix_cache.reused_tokens == reused[-1]  # nothing computed by the old weights was used
+    for key, output in outputs.items():
+        expected = _sampled_log_probs(tiny_moe, prompts[key], output.token_ids, 1.0)
+        assert torch.allclose(torch.tensor(output.log_probs), expected, atol=1e-4), key
+
+
+def test_the_kept_sequences_stay_within_their_memory_least_recently_used_first():
+    from pearl_verl.verl_plugin.cpu.prefix_cache import BLOCK, PrefixCache
+
+    def layers(tokens: int):  # two layers, keys and values of 2 heads x 4 dims: 128 bytes a token
+        return [(torch.ones(2, tokens, 4), torch.ones(2, tokens, 4)) for _ in range(2)]
+
+    size = 2 * BLOCK
+    sequences = {name: [start] * size for name, start in zip("abcde", range(1, 6))}
+    cache = PrefixCache(max_bytes=3 * size * 128)  # room for three
+    for name in "abc":
+        cache.store(sequences[name], layers(size))
+    assert cache.lookup(sequences["a"] + [9]).length == size  # "a" is now the most recently used
+    cache.store(sequences["d"], layers(size))
+    assert (len(cache), cache.nbytes) == (3, 3 * size * 128)
+    assert cache.lookup(sequences["b"] + [9]).length == 0  # the least recently used went first
+    hit = cache.lookup(sequences["a"][: BLOCK + 3] + [7])
+    assert hit.length == BLOCK + 3 and not hit.covers_source
+    assert all(k.shape == (2, BLOCK + 3, 4) and v.shape == (2, BLOCK + 3, 4) for k, v in hit.layers)
+    assert cache.lookup(sequences["c"]).length == size - 1  # the last prompt token is always encoded again
+    assert cache.lookup(sequences["a"][: BLOCK - 1] + [7] * 20).length == 0  # less than a whole block is not found
+    cache.store([5] * 8 * size, layers(8 * size))  # larger than the whole budget: not kept, nothing evicted
+    assert len(cache) == 3 and cache.lookup([5] * 8 * size + [9]).length == 0
+    hit = cache.lookup(sequences["d"] + [9])
+    assert hit.covers_source
+    cache.store(sequences["d"] + [9, 9], layers(size + 2), replaces=hit.source)  # the longer one replaces it
+    assert cache.lookup(sequences["d"] + [9, 9, 9]).length == size + 2
+    assert len(cache) == 2  # and, 2 tokens larger than what it replaced, pushed out the least recently used
 
 
 def _rollout_config(model: Path, **rollout):

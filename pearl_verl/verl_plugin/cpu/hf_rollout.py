@@ -11,8 +11,10 @@ same two registries as vLLM does, in hybrid mode (rollout and actor share the wo
   the server.
 
 The server batches concurrent requests (:class:`pearl_verl.verl_plugin.cpu.hf_server.HFGenerateServer`) and
-returns each token's log-probability, so ``rollout.calculate_log_probs`` works. It has no KV cache
-to free and no weights to offload: sleep and wake-up are no-ops.
+returns each token's log-probability, so ``rollout.calculate_log_probs`` works. It keeps each episode's
+keys and values between turns when ``rollout.enable_prefix_caching`` is on (verl's default, vLLM's own
+switch), and frees them when verl clears or releases the KV cache, on weight updates and on sleep; it has
+no weights to offload.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class HFRolloutServer:
 
         from pearl_verl.verl_plugin.agent_loop import special_ids
         from pearl_verl.verl_plugin.cpu.hf_server import HFGenerateServer
+        from pearl_verl.verl_plugin.cpu.prefix_cache import DEFAULT_MAX_BYTES
 
         path = copy_to_local(self.model_config.path)
         tokenizer = AutoTokenizer.from_pretrained(path)
@@ -69,7 +72,9 @@ class HFRolloutServer:
         stops = set(special_ids(tokenizer)[0])
         if tokenizer.eos_token_id is not None:
             stops.add(tokenizer.eos_token_id)
-        self.server = HFGenerateServer(model, pad, stops, max_batch=int(self.config.max_num_seqs), gather_s=GATHER_S)
+        kept = DEFAULT_MAX_BYTES if getattr(self.config, "enable_prefix_caching", True) else 0
+        self.server = HFGenerateServer(model, pad, stops, max_batch=int(self.config.max_num_seqs), gather_s=GATHER_S,
+                                       cache_bytes=kept)
         torch.manual_seed(int(self.config.seed) + self.replica_rank)  # rollout.seed, as vLLM's sampling seed
         # Ray starts this actor (num_cpus=0) with OMP_NUM_THREADS=1, so torch would generate on one core; the trainer
         # waits while its rollout runs, and the held-out validation is all generation: let it use every core
@@ -91,18 +96,18 @@ class HFRolloutServer:
     def set_global_steps(self, global_steps: int) -> None:
         self.server.global_steps = global_steps
 
-    # verl's server controls: nothing to free or pause in a plain HF model.
+    # verl's server controls: the episodes' kept keys and values are all there is to free; nothing to pause.
     async def wake_up(self, tags: list[str] | None = None) -> None:
         return None
 
     async def sleep(self) -> None:
-        return None
+        self.server.clear_cache()
 
     async def clear_kv_cache(self) -> None:
-        return None
+        self.server.clear_cache()
 
     async def release_kv_cache(self) -> None:
-        return None
+        self.server.clear_cache()
 
     async def resume_kv_cache(self) -> None:
         return None
@@ -111,6 +116,8 @@ class HFRolloutServer:
         return None
 
     async def abort_all_requests(self, reset_prefix_cache: bool = True, reject_request: bool = False) -> dict[str, Any]:
+        if reset_prefix_cache:
+            self.server.clear_cache()
         return {"aborted_count": 0, "request_ids": []}
 
     async def resume_generation(self) -> None:

@@ -3,7 +3,9 @@
 Episodes run concurrently in one event loop; their tutor-generation requests are gathered into
 micro-batches (left-padded) and generated together in a worker thread, so the student simulator
 keeps running while the model generates. Weights are a separate copy of the policy, refreshed
-from the training engine after every update, as verl's rollout replicas are.
+from the training engine after every update, as verl's rollout replicas are. Each episode's keys and
+values are kept between its turns and found again by content (:mod:`pearl_verl.verl_plugin.cpu.prefix_cache`),
+so a turn encodes the student's new answer, not the whole dialogue again.
 
 Each generated token comes with its log-probability under the model's logits divided by the
 temperature (what verl's actor computes as the old log-prob; top-k/top-p truncation is not
@@ -22,6 +24,14 @@ import torch
 from verl.workers.rollout.replica import TokenOutput
 
 from pearl_verl.errors import InputError
+from pearl_verl.verl_plugin.cpu.prefix_cache import (
+    DEFAULT_MAX_BYTES,
+    Hit,
+    PrefixCache,
+    batch_cache,
+    reusable,
+    row_layers,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -74,19 +84,22 @@ class HFGenerateServer:
         gather_s: how long a batch waits for one more request before it starts. 0 (one event loop
             holds every episode, as in train-local) gathers what is ready now; requests that come
             over Ray from an agent-loop worker arrive a few milliseconds apart and need a window.
+        cache_bytes: most memory for the dialogues' kept keys and values (least recently used go first);
+            0 keeps none, and every turn encodes its whole prompt.
 
     Sampling draws from torch's global generator: seed it (``torch.manual_seed``) for reproducible
     rollouts; batches are generated one at a time in a single worker thread.
     """
 
     def __init__(self, model: torch.nn.Module, pad_token_id: int, stop_token_ids: Iterable[int], max_batch: int = 64,
-                 gather_s: float = 0.0):
+                 gather_s: float = 0.0, cache_bytes: int = DEFAULT_MAX_BYTES):
         self.model = model
         self.gather_s = gather_s
         self.pad_token_id = pad_token_id
         self.stop_token_ids = sorted(set(stop_token_ids))
         self.max_batch = max_batch
         self.generated_tokens = 0
+        self.prefix_cache = PrefixCache(cache_bytes) if cache_bytes > 0 and reusable(model) else None
         self.global_steps: int | None = None  # the trainer step whose weights generate (verl's extra field)
         self._pending: list[_Request] = []
         self._sampling: dict[str, Any] = {}
@@ -113,6 +126,11 @@ class HFGenerateServer:
             raise InputError(f"weights to load lack {sorted(missing)[:3]}... ({len(missing)} tensors)")
         for name, tensor in own.items():
             tensor.copy_(state_dict[name].to(tensor.device, tensor.dtype))
+        self.clear_cache()  # computed by the old weights
+
+    def clear_cache(self) -> None:
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
     async def _drain(self) -> None:
         # Wait until no new request arrives, so concurrent episodes share a batch.
@@ -136,18 +154,29 @@ class HFGenerateServer:
     @torch.no_grad()
     def _generate(self, batch: list[_Request]) -> list[tuple[list[int], list[float]]]:
         device = next(self.model.parameters()).device
-        width = max(len(r.prompt_ids) for r in batch)
+        cache = self.prefix_cache
+        hits = [cache.lookup(r.prompt_ids) if cache else Hit() for r in batch]
+        cached = max(hit.length for hit in hits)
+        width = cached + max(len(r.prompt_ids) - hit.length for r, hit in zip(batch, hits))
+        # Row layout: [padding, reused prefix | padding, tokens to encode]; the mask hides both paddings.
         ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, request in enumerate(batch):
-            ids[row, width - len(request.prompt_ids) :] = torch.tensor(request.prompt_ids)
-            mask[row, width - len(request.prompt_ids) :] = 1
+        positions = []
+        for row, (request, hit) in enumerate(zip(batch, hits)):
+            length, fresh = hit.length, len(request.prompt_ids) - hit.length
+            ids[row, cached - length : cached] = torch.tensor(request.prompt_ids[:length], dtype=torch.long)
+            ids[row, width - fresh :] = torch.tensor(request.prompt_ids[length:], dtype=torch.long)
+            mask[row, cached - length : cached] = 1
+            mask[row, width - fresh :] = 1
+            positions.append(torch.cat([torch.arange(cached - length, cached), torch.arange(width - fresh, width)]))
         temperature = float(self._sampling.get("temperature") or 0.0)
         top_k = self._sampling.get("top_k")
         log_probs = _SampledLogProbs(temperature)
-        sampled = self.model.generate(
+        out = self.model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
+            past_key_values=batch_cache(hits, cached) if cached else None,
+            return_dict_in_generate=True,
             max_new_tokens=max(r.max_tokens for r in batch),
             do_sample=temperature > 0,
             temperature=temperature if temperature > 0 else None,
@@ -157,10 +186,20 @@ class HFGenerateServer:
             pad_token_id=self.pad_token_id,
             logits_processor=[log_probs],
         )
+        sampled = out.sequences
         chosen = log_probs.finish(sampled[:, -1]).tolist()
-        return [
+        results = [
             self._trim(sampled[row, width:].tolist(), chosen[row], request.max_tokens) for row, request in enumerate(batch)
         ]
+        if cache is not None and out.past_key_values is not None:
+            # The last sampled token was never fed to the model: the cache ends one token before it.
+            encoded = out.past_key_values.get_seq_length() - width
+            for row, (request, hit, (token_ids, _)) in enumerate(zip(batch, hits, results)):
+                kept = min(len(token_ids), encoded)
+                where = torch.cat([positions[row], torch.arange(width, width + kept)]).to(device)
+                cache.store(request.prompt_ids + token_ids[:kept], row_layers(out.past_key_values, row, where),
+                            replaces=hit.source if hit.covers_source else None)
+        return results
 
     def _trim(self, new_ids: list[int], log_probs: list[float], max_tokens: int) -> tuple[list[int], list[float]]:
         """The request's own tokens: up to and including its first stop token, within its cap."""
