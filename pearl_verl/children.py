@@ -1,8 +1,10 @@
 """The one way a command starts and stops a child process, and the signals that stop a command.
 
 A child (verl's trainer with its Ray processes, a recipe's ``--dry-run``) runs in a session of its
-own, so that stopping it reaches everything it started: its whole process group gets SIGINT (verl
-and Ray shut down on it), then SIGTERM, then SIGKILL, each after a grace period. That happens on
+own, so that stopping it reaches everything it started: every process of that session gets SIGINT
+(verl and Ray shut down on it), then SIGTERM, then SIGKILL, each after a grace period. The session, not
+the process group: Ray starts each worker (verl's trainer task, its actors, the rollout server) in a
+process group of its own, and a worker whose raylet is gone takes a while to notice and exit. That happens on
 every way out of the ``with`` block, an exception, Ctrl-C, and SIGTERM or SIGHUP to the command
 itself: :func:`raise_on_stop_signals` turns those two into :class:`Stopped`, so the same ``finally``
 runs for a batch scheduler's or ``timeout``'s stop as for an error.
@@ -65,49 +67,49 @@ def child_session(command: Sequence[str], grace_s: float = STOP_GRACE_S, **popen
 
 
 def stop_session(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
-    """Stop ``proc``'s process group: SIGINT, SIGTERM, SIGKILL, each while something of it is left.
+    """Stop ``proc``'s session (``proc`` leads it): SIGINT, SIGTERM, SIGKILL, each while something of it is left.
 
-    A leader that already exited may have left children in its group (Ray's raylet, a recipe's
-    ``sleep``): they are stopped the same way. Waits for the leader, so no zombie is left either.
+    A leader that already exited may have left processes in its session (Ray's raylet and workers, a
+    recipe's ``sleep``): they are stopped the same way. Waits for the leader, so no zombie is left either.
     """
     for signum, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
-        if not _signal_group(proc.pid, signum):
+        if not _signal_session(proc.pid, signum):
             break
-        if _wait_group(proc, wait_s):
+        if _wait_session(proc, wait_s):
             break
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
 
 
-def _signal_group(pgid: int, signum: int) -> bool:
-    """Send ``signum`` to the group; False when no process of it is left."""
+def _signal_session(sid: int, signum: int) -> bool:
+    """Send ``signum`` to the leader's group and to every other process of the session; False when none is left."""
+    members = _session_members(sid)
     try:
-        os.killpg(pgid, signum)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # only zombies left, on some kernels
-        return False
-    return True
+        os.killpg(sid, signum)
+        reached = True
+    except (ProcessLookupError, PermissionError):  # no group left, or only zombies in it on some kernels
+        reached = False
+    for pid in members:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+    return reached or bool(members)
 
 
-def _wait_group(proc: subprocess.Popen, timeout_s: float) -> bool:
-    """Wait until no process of ``proc``'s group is left; True when that happened within ``timeout_s``."""
+def _wait_session(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait until no process of ``proc``'s session is left; True when that happened within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
-        proc.poll()  # reap the leader, or it stays in the group as a zombie
-        if proc.returncode is not None and not _group_alive(proc.pid):
+        proc.poll()  # reap the leader, or it stays in its group as a zombie
+        if proc.returncode is not None and not _session_alive(proc.pid):
             return True
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.2)
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether a process other than a zombie is in the group (signal 0 counts zombies, so /proc is read)."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
+def _session_members(sid: int) -> list[int]:
+    """The processes, zombies aside, of session ``sid`` or of process group ``sid`` (read from /proc)."""
+    members = []
     for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
         if not entry.name.isdigit():
             continue
@@ -117,6 +119,17 @@ def _group_alive(pgid: int) -> bool:
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return not os.path.isdir("/proc")
+        if len(fields) > 3 and fields[0] != "Z" and sid in (int(fields[2]), int(fields[3])):
+            members.append(int(entry.name))
+    return members
+
+
+def _session_alive(sid: int) -> bool:
+    """Whether a process other than a zombie is left of the session (without /proc: whether its group answers)."""
+    if os.path.isdir("/proc"):
+        return bool(_session_members(sid))
+    try:
+        os.killpg(sid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
