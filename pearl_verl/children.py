@@ -4,8 +4,8 @@ A child (verl's trainer with its Ray processes, a recipe's ``--dry-run``) runs i
 own, so that stopping it reaches everything it started: every process of that session gets SIGINT
 (verl and Ray shut down on it), then SIGTERM, then SIGKILL, each after a grace period. The session, not
 the process group: Ray starts each worker (verl's trainer task, its actors, the rollout server) in a
-process group of its own, and a worker whose raylet is gone takes a while to notice and exit. That happens on
-every way out of the ``with`` block, an exception, Ctrl-C, and SIGTERM or SIGHUP to the command
+process group of its own, and a worker whose raylet is gone takes a while to notice and exit. That
+happens on every way out of the ``with`` block, an exception, Ctrl-C, and SIGTERM or SIGHUP to the command
 itself: :func:`raise_on_stop_signals` turns those two into :class:`Stopped`, so the same ``finally``
 runs for a batch scheduler's or ``timeout``'s stop as for an error.
 """
