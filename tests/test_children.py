@@ -43,7 +43,8 @@ def test_a_grandchild_in_a_process_group_of_its_own_is_stopped_with_the_session(
 
 
 def _pids(prefix: str) -> list[str]:
-    return [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit() and _argv0(entry).startswith(prefix)]
+    return [entry.name for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _argv0(entry).startswith(prefix)]
 
 
 def _argv0(entry: Path) -> str:
