@@ -161,14 +161,12 @@ class HFGenerateServer:
         # Row layout: [padding, reused prefix | padding, tokens to encode]; the mask hides both paddings.
         ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
-        positions = []
         for row, (request, hit) in enumerate(zip(batch, hits)):
             length, fresh = hit.length, len(request.prompt_ids) - hit.length
             ids[row, cached - length : cached] = torch.tensor(request.prompt_ids[:length], dtype=torch.long)
             ids[row, width - fresh :] = torch.tensor(request.prompt_ids[length:], dtype=torch.long)
             mask[row, cached - length : cached] = 1
             mask[row, width - fresh :] = 1
-            positions.append(torch.cat([torch.arange(cached - length, cached), torch.arange(width - fresh, width)]))
         temperature = float(self._sampling.get("temperature") or 0.0)
         top_k = self._sampling.get("top_k")
         log_probs = _SampledLogProbs(temperature)
@@ -196,7 +194,7 @@ class HFGenerateServer:
             encoded = out.past_key_values.get_seq_length() - width
             for row, (request, hit, (token_ids, _)) in enumerate(zip(batch, hits, results)):
                 kept = min(len(token_ids), encoded)
-                where = torch.cat([positions[row], torch.arange(width, width + kept)]).to(device)
+                where = torch.cat([mask[row].nonzero().squeeze(1), torch.arange(width, width + kept)]).to(device)
                 cache.store(request.prompt_ids + token_ids[:kept], row_layers(out.past_key_values, row, where),
                             replaces=hit.source if hit.covers_source else None)
         return results
