@@ -82,17 +82,21 @@ def stop_session(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
 
 
 def _signal_session(sid: int, signum: int) -> bool:
-    """Send ``signum`` to the leader's group and to every other process of the session; False when none is left."""
+    """Send ``signum`` once to every process of the session; False when none is left.
+
+    Once: a second SIGINT could cut short the shutdown that the first one started (verl's, Ray's).
+    """
+    if not os.path.isdir("/proc"):  # no way to list the session: its leader's group is what can be reached
+        try:
+            os.killpg(sid, signum)
+        except (ProcessLookupError, PermissionError):  # no group left, or only zombies in it on some kernels
+            return False
+        return True
     members = _session_members(sid)
-    try:
-        os.killpg(sid, signum)
-        reached = True
-    except (ProcessLookupError, PermissionError):  # no group left, or only zombies in it on some kernels
-        reached = False
     for pid in members:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
-    return reached or bool(members)
+    return bool(members)
 
 
 def _wait_session(proc: subprocess.Popen, timeout_s: float) -> bool:
