@@ -32,9 +32,11 @@ install_requires = [
     "math-verify>=0.7",
     "sacrebleu>=2.3",  # MathTutorBench's Socratic-questioning metric
     "tqdm",
-    "docstring-parser>=0.16",
-    "packaging>=23",  # doctor --cluster reads verl's tested version pins  # command-line help read from the config dataclasses' Attributes sections
+    "docstring-parser>=0.16",  # command-line help read from the config dataclasses' Attributes sections
+    "packaging>=23",  # doctor --cluster reads verl's tested version pins
     "matplotlib>=3.7",
+    "scikit-learn>=1.4",  # the fitted judge: its one-turn model is fitted (judge-fit) and applied with it
+    "wordfreq>=3.0",  # English word frequencies in its wheel: which tutor turns are language (dialogue/legible.py)
 ]
 
 # `pearl-verl compare` (the teachers' web app); fastapi and uvicorn are base requirements already.
@@ -70,7 +72,8 @@ setup(
     package_data={
         "pearl_verl.view": ["*.js", "*.css"],
         "pearl_verl.verl_plugin.config": ["*.yaml", "parts/*.yaml"],
-        "pearl_verl.resources": ["*.jsonl", "*.json", "*.yaml", "models/*.json", "data/*/*", "eval/*/*", "eval/*/*/*"],
+        "pearl_verl.resources": ["*.jsonl", "*.json", "*.yaml", "models/*.json", "data/*/*", "eval/*/*", "eval/*/*/*",
+                                 "judge/*"],
     },
     include_package_data=True,
     install_requires=install_requires,

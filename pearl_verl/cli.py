@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.knowledge.decompose_cli",
     "pearl_verl.judge.judge_cli",
     "pearl_verl.judge.check_cli",
+    "pearl_verl.judge.fitted.fit_cli",
     "pearl_verl.eval.tutor_cli",
     "pearl_verl.eval.simulator_cli",
     "pearl_verl.eval.rm_cli",

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.judge.config import CPU_JUDGE_NOTES
 from pearl_verl.llm.types import UsageMeter
 
 
@@ -16,7 +17,7 @@ def finish_check(result: dict[str, Any], judge: Any, backend: str, output: Path 
     Args:
         result: the report (``passed``, ``verdict``, ``failures``).
         judge: the judge that was checked (its usage meter says which structured output the server took).
-        backend: the judge backend; ``offline`` is named a test double.
+        backend: the judge backend; a CPU judge is named for what it is (``CPU_JUDGE_NOTES``).
         output: where ``-o`` asked for the JSON report, or None.
 
     Returns:
@@ -25,8 +26,8 @@ def finish_check(result: dict[str, Any], judge: Any, backend: str, output: Path 
     note = UsageMeter.note_of(judge)
     if note:
         print(note)
-    if backend == "offline":
-        print("note: offline heuristic judge (a CPU test double), not the paper's judge")
+    if backend in CPU_JUDGE_NOTES:
+        print(f"note: {CPU_JUDGE_NOTES[backend]}")
     if output:
         output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if result["passed"]:

@@ -18,8 +18,15 @@ from pearl_verl.llm.settings import EndpointSettings
 from pearl_verl.llm.types import Message, SamplingConfig
 from pearl_verl.ranges import COUNT, Range
 
-BACKENDS: tuple[str, ...] = ("llm", "offline", "probe", "probe-openings")  # judge.probe.PROBES
-"""``llm`` is the paper's judge; the others are CPU test doubles (``probe*``: :mod:`pearl_verl.judge.probe`)."""
+BACKENDS: tuple[str, ...] = ("llm", "offline", "fitted", "probe", "probe-openings")  # judge.probe.PROBES
+"""``llm`` is the paper's judge; the others run on a CPU without an endpoint (``probe*``: :mod:`pearl_verl.judge.probe`)."""
+
+CPU_JUDGE_NOTES: Mapping[str, str] = {
+    "offline": "offline heuristic judge (a CPU test double), not the paper's judge",
+    "fitted": "fitted CPU judge (one-turn criteria learned from teachers' labels, the rest heuristic), not the "
+              "paper's judge",
+}
+"""What a report says of a CPU judge's scores, so that no table passes them off as the paper's judge."""
 
 
 @dataclass(frozen=True)
@@ -29,8 +36,12 @@ class JudgeConfig(EndpointSettings):
     Attributes:
         backend: ``llm`` (an OpenAI-compatible endpoint, e.g. the finetuned Qwen3-32B judge behind
             ``vllm serve``), ``offline`` (the heuristic judge, a deterministic CPU stand-in for
-            tests; its scores are not the paper's judge), or ``probe``/``probe-openings`` (test
-            doubles that reward one surface property, for learning regression tests only).
+            tests; its scores are not the paper's judge), ``fitted`` (the CPU judge whose one-turn
+            criteria were fitted to teachers' labels, the rest of the rubric heuristic), or
+            ``probe``/``probe-openings`` (test doubles that reward one surface property, for learning
+            regression tests only).
+        fitted_params: the ``fitted`` judge's parameters (``pearl-verl judge-fit -o FILE``); unset: the
+            shipped fit on MRBench V2.
         timeout_s: per-HTTP-attempt timeout in seconds (a judgement with rationales is long).
         max_concurrency: requests in flight from one judge. verl runs ``reward.num_workers``
             reward-loop workers (default 8), each with its own judge: the endpoint sees up to
@@ -69,13 +80,15 @@ class JudgeConfig(EndpointSettings):
     top_k: int | None = 20
     max_tokens: int | None = 4096
     seed: int | None = None
+    fitted_params: str | None = None
 
     @property
     def needs_endpoint(self) -> bool:
         return self.backend == "llm"
 
     def missing_endpoint_message(self) -> str:
-        return f"judge backend 'llm' needs base_url and model {self.endpoint_hint()}, or backend=offline for CPU tests."
+        return (f"judge backend 'llm' needs base_url and model {self.endpoint_hint()}, or backend=fitted (or offline) "
+                "on a CPU.")
 
     def sampling(self) -> SamplingConfig:
         """Sampling of one judge request (``n`` = samples when they share a request)."""
@@ -104,6 +117,12 @@ def build_judge(config: JudgeConfig, prompt: Callable[..., list[Message]] | None
         from pearl_verl.judge.offline import HeuristicJudge
 
         return HeuristicJudge()
+    if config.backend == "fitted":
+        from pathlib import Path
+
+        from pearl_verl.judge.fitted.judge import FittedJudge
+
+        return FittedJudge(Path(config.fitted_params) if config.fitted_params else None)
     if config.backend.startswith("probe"):
         from pearl_verl.judge.probe import PROBES, ProbeJudge
 

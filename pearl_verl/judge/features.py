@@ -81,6 +81,7 @@ class DialogueFeatures:
         specific_hint_turns: tutor turns before ``solved_at`` that hand over an operation with its operands.
         arithmetic_errors: wrong ``a op b = c`` statements by the tutor.
         wrong_attempts: student turns with an incorrect or partial attempt before ``solved_at``.
+        wrong_turns: their indices, for those a judged tutor turn answers.
         praised_wrong: wrong attempts the tutor answered with praise.
         checked_wrong: wrong attempts the tutor answered by asking the student to re-check.
         blamed_wrong: wrong attempts the tutor answered with blaming words.
@@ -123,6 +124,7 @@ class DialogueFeatures:
     irrelevant_numbers: int
     tutor_turns: int
     excused_turns: tuple[int, ...] = ()
+    wrong_turns: tuple[int, ...] = ()
 
     @property
     def solved(self) -> bool:
@@ -174,7 +176,8 @@ def _similar(a: str, b: str) -> bool:
     return bool(wa or wb) and len(wa & wb) / len(wa | wb) >= 0.8
 
 
-def _arithmetic_errors(text: str) -> int:
+def arithmetic_errors(text: str) -> int:
+    """How many ``a op b = c`` statements in ``text`` are wrong."""
     errors = 0
     for a, op, b, c in _BINARY_EQUATION.findall(text):
         x, y, claimed = float(a), float(b), float(c.replace(",", ""))
@@ -207,6 +210,7 @@ class _Scan:
     early_leak: bool = False
     attempts: int = 0
     wrong: int = 0
+    wrong_turns: list[int] = field(default_factory=list)
     praised: int = 0
     checked: int = 0
     blamed: int = 0
@@ -239,6 +243,7 @@ class _Scan:
         self.stuck += stuck_now
         if is_wrong:
             self.wrong += 1
+            self.wrong_turns.append(i)
             self.praised += bool(_PRAISE.search(reply)) and not _NEGATED_PRAISE.search(reply)
             self.checked += bool(_CHECK.search(reply))
             self.blamed += bool(_BLAME.search(reply))
@@ -329,8 +334,9 @@ def extract_features(episode: EpisodeRecord, judged_from: int = 0) -> DialogueFe
         ),
         student_supplied=tuple(v for v in keys if v in first and first[v][0] == STUDENT),
         specific_hint_turns=scan.specific,
-        arithmetic_errors=sum(_arithmetic_errors(t) for t in tutor_texts),
+        arithmetic_errors=sum(arithmetic_errors(t) for t in tutor_texts),
         wrong_attempts=scan.wrong,
+        wrong_turns=tuple(scan.wrong_turns),
         praised_wrong=scan.praised,
         checked_wrong=scan.checked,
         blamed_wrong=scan.blamed,

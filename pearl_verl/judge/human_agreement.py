@@ -43,7 +43,8 @@ MAPPING: Mapping[str, tuple[str, ...] | None] = MappingProxyType({
     "humanlikeness": None,
 })
 """Human dimension -> the criteria whose mean is compared with it (docs/judge.md's mapping table); None: not
-mapped (no criterion of ours speaks to it)."""
+mapped (no criterion of ours speaks to it). A judge may declare its own (``human_mapping``, the fitted judge's
+one criterion a dimension); every mapping maps the dimensions of :data:`MAPPED`."""
 
 MAPPED: tuple[str, ...] = tuple(d for d, criteria in MAPPING.items() if criteria)
 """The mapped human dimensions, in :data:`HUMAN_DIMENSIONS` order."""
@@ -72,13 +73,15 @@ NEVER = 1.5
 """A threshold no score reaches (every score lies in [0, 1]): the class above it is never predicted."""
 
 
-def mapped_score(scores: Mapping[str, float] | None, dimension: str) -> float | None:
-    """Our score for a human dimension: the mean of its criteria; None for a failed judgement.
+def mapped_score(
+    scores: Mapping[str, float] | None, dimension: str, mapping: Mapping[str, tuple[str, ...] | None] = MAPPING
+) -> float | None:
+    """Our score for a human dimension: the mean of its criteria in ``mapping``; None for a failed judgement.
 
     Raises:
         KeyError: ``dimension`` is not mapped, or ``scores`` lacks one of its criteria.
     """
-    criteria = MAPPING[dimension]
+    criteria = mapping[dimension]
     if not criteria:
         raise KeyError(f"{dimension} is not mapped to any criterion")
     if scores is None:
@@ -263,10 +266,11 @@ class DimensionAgreement:
 
 
 def dimension_agreement(
-    dimension: str, measured: Sequence[RatedResponse], tuning: Sequence[RatedResponse]
+    dimension: str, measured: Sequence[RatedResponse], tuning: Sequence[RatedResponse],
+    mapping: Mapping[str, tuple[str, ...] | None] = MAPPING,
 ) -> DimensionAgreement:
     """Pairwise agreement on ``measured`` and macro-F1 on ``measured`` from thresholds chosen on ``tuning``."""
-    criteria = MAPPING[dimension]
+    criteria = mapping[dimension]
     if not criteria:
         raise KeyError(f"{dimension} is not mapped to any criterion")
     fit = [(r.scores[dimension], r.classes[dimension]) for r in tuning
@@ -290,10 +294,11 @@ def dimension_agreement(
 
 
 def agreement_by_dimension(
-    measured: Sequence[RatedResponse], tuning: Sequence[RatedResponse] = ()
+    measured: Sequence[RatedResponse], tuning: Sequence[RatedResponse] = (),
+    mapping: Mapping[str, tuple[str, ...] | None] = MAPPING,
 ) -> dict[str, DimensionAgreement]:
     """:func:`dimension_agreement` of every mapped dimension, in :data:`MAPPED` order."""
-    return {dimension: dimension_agreement(dimension, measured, tuning) for dimension in MAPPED}
+    return {dimension: dimension_agreement(dimension, measured, tuning, mapping) for dimension in MAPPED}
 
 
 def below_floor(results: Mapping[str, DimensionAgreement], floor: float) -> list[str]:

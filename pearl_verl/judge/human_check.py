@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ class HumanCheckReport:
         judgements: per conversation (measured first, then tuning), per response, its judgement.
         results: per mapped dimension, agreement on ``measured`` and macro-F1 from thresholds on ``tuning``.
         notes: what the reader must know to read the numbers.
+        mapping: human dimension -> the judge's criteria compared with it (the judge's ``human_mapping``).
     """
 
     file: Path
@@ -64,6 +66,7 @@ class HumanCheckReport:
     judgements: list[list[TurnJudgement]]
     results: dict[str, DimensionAgreement] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    mapping: Mapping[str, tuple[str, ...] | None] = field(default_factory=lambda: MAPPING)
 
     @property
     def all_judgements(self) -> list[TurnJudgement]:
@@ -138,9 +141,9 @@ class HumanCheckReport:
                     "split": conversation.split,
                     "tutor": response.tutor,
                     "labels": response.labels,
-                    "scores": _mapped(judgement),
+                    "scores": _mapped(judgement, self.mapping),
                     "criteria": dict(judgement.scores) if judgement.scores else None,
-                    "rationales": ({c: judgement.rationales[c] for d in MAPPED for c in MAPPING[d] or ()}
+                    "rationales": ({c: judgement.rationales[c] for d in MAPPED for c in self.mapping[d] or ()}
                                    if judgement.rationales else None),
                     "error": judgement.error,
                 })
@@ -153,7 +156,7 @@ class HumanCheckReport:
             "tuning_conversations": len(self.tuning),
             "tuning_responses": sum(len(c.responses) for c in self.tuning),
             "by_dimension": {d: r.to_dict() for d, r in self.results.items()},
-            "not_mapped": [d for d, criteria in MAPPING.items() if not criteria],
+            "not_mapped": [d for d, criteria in self.mapping.items() if not criteria],
             "parse_rate": self.parse_rate().to_dict(),
             "min_agreement": min_agreement,
             "min_parse_rate": min_parse_rate,
@@ -167,8 +170,11 @@ class HumanCheckReport:
         }
 
 
-def _mapped(judgement: TurnJudgement) -> dict[str, float] | None:
-    return {d: mapped_score(judgement.scores, d) for d in MAPPED} if judgement.ok and judgement.scores else None
+def _mapped(judgement: TurnJudgement, mapping: Mapping[str, tuple[str, ...] | None] = MAPPING
+            ) -> dict[str, float] | None:
+    if not judgement.ok or not judgement.scores:
+        return None
+    return {d: mapped_score(judgement.scores, d, mapping) for d in MAPPED}
 
 
 def choose_conversations(
@@ -213,11 +219,12 @@ def choose_conversations(
 
 
 def rated_responses(
-    conversations: Sequence[HumanConversation], judgements: Sequence[Sequence[TurnJudgement]]
+    conversations: Sequence[HumanConversation], judgements: Sequence[Sequence[TurnJudgement]],
+    mapping: Mapping[str, tuple[str, ...] | None] = MAPPING,
 ) -> list[RatedResponse]:
     """Each response's human classes and the judge's mapped scores, for the arithmetic."""
     return [
-        RatedResponse(conversation.index, response.classes, _mapped(judgement))
+        RatedResponse(conversation.index, response.classes, _mapped(judgement, mapping))
         for conversation, judged in zip(conversations, judgements)
         for response, judgement in zip(conversation.responses, judged)
     ]
@@ -256,9 +263,16 @@ async def check_human(
     """Judge the measured and tuning conversations of ``path`` and measure agreement (see the module docstring)."""
     measured, tuning, notes = chosen or choose_conversations(path, splits, limit)
     judged = await judge_responses(judge, measured + tuning, concurrency, on_judged)
-    report = HumanCheckReport(path, list(splits), measured, tuning, judged, notes=notes)
-    report.results = agreement_by_dimension(rated_responses(measured, judged[:len(measured)]),
-                                            rated_responses(tuning, judged[len(measured):]))
+    inner = getattr(judge, "judge", judge)  # the OneTurnJudge's judge
+    mapping = getattr(inner, "human_mapping", MAPPING)
+    report = HumanCheckReport(path, list(splits), measured, tuning, judged, notes=notes, mapping=mapping)
+    report.results = agreement_by_dimension(rated_responses(measured, judged[:len(measured)], mapping),
+                                            rated_responses(tuning, judged[len(measured):], mapping), mapping)
+    fitted_on = getattr(getattr(inner, "model", None), "meta", {}).get("trained_on", {})
+    if fitted_on.get("sha256") and fitted_on["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest():
+        report.notes.append(f"the fitted judge's parameters were fitted on {path.name} itself, these rows included: "
+                            "this agreement is on what the fit saw; pearl-verl judge-fit's cross-validated report is "
+                            "the held-out figure")
     report.notes.append("pairs of one conversation share a history, so each interval is narrower than "
                         "independent pairs would make it")
     return report
@@ -271,14 +285,15 @@ def run_human_check(args: argparse.Namespace) -> int:
     from pearl_verl.judge.config import JudgeConfig
     from pearl_verl.judge.human_agreement import HUMAN_MIN_AGREEMENT
     from pearl_verl.judge.judge_cli import JUDGE_FIELDS
-    from pearl_verl.judge.one_turn import build_one_turn_judge
+    from pearl_verl.judge.one_turn import ONE_TURN_BACKENDS, build_one_turn_judge
     from pearl_verl.llm.cli_flags import endpoint_values, require_endpoint_flags
     from pearl_verl.progress import progress_bar
 
     if args.pairs is not None:
         raise InputError("--pairs and --human are two checks; give one.")
-    if args.backend not in ("llm", "offline"):
-        raise InputError(f"--human judges one turn, which --backend {args.backend} cannot; use offline or llm.")
+    if args.backend not in ONE_TURN_BACKENDS:
+        raise InputError(f"--human judges one turn, which --backend {args.backend} cannot; use "
+                         f"{', '.join(ONE_TURN_BACKENDS)}.")
     path = Path(args.human) if args.human else mrbench_file()
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     if args.backend == "llm":
@@ -309,7 +324,7 @@ def _print_table(report: HumanCheckReport, result: dict[str, Any]) -> None:
           f"{result['conversations']} conversations, {result['responses']:,} responses ({tuning})")
     print(f"  {'human dimension':<24} {'agree':>6} {'95% interval':>12} {'pairs':>6} {'ties':>5} {'failed':>6} "
           f"{'macro-F1':>8} {'thresholds':>11}  our score")
-    for dimension, criteria in MAPPING.items():
+    for dimension, criteria in report.mapping.items():
         if not criteria:
             print(f"  {dimension:<24} {'not mapped: no criterion of ours speaks to it':>60}")
             continue
@@ -328,5 +343,6 @@ def _print_table(report: HumanCheckReport, result: dict[str, Any]) -> None:
     for note in result["notes"]:
         print(f"note: {note}")
     best = ", ".join(f"{d} {v}" for d, v in BEA_2025_BEST.items())
-    print(f"note: BEA 2025's best macro-F1 ({best}) came from classifiers trained on these labels; "
-          "this judge never saw them")
+    seen = "the fitted judge was fitted on labels of this kind" if report.mapping is not MAPPING else \
+        "this judge never saw them"
+    print(f"note: BEA 2025's best macro-F1 ({best}) came from classifiers trained on these labels; {seen}")

@@ -8,6 +8,9 @@ whether the student reached the answer. It returns the same :class:`JudgeResult`
 LLM judge (same criteria, scales, gate and dimension means), so the reward manager, the CLI and
 the estimator can run end to end on CPU.
 
+Tutor turns that are no tutoring (not language, or a copy of the student or the problem) earn nothing:
+:mod:`pearl_verl.judge.tutoring_turns` says which, and how the criteria read them.
+
 It is a HEURISTIC TEST DOUBLE for tests and CPU runs. Its scores are crude proxies; it is not the
 paper's judge (a finetuned Qwen3-32B) and must not be reported as one.
 """
@@ -23,11 +26,13 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.features import DialogueFeatures, extract_features
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.scoring import completion_gate, gated_dimension_scores
+from pearl_verl.judge.tutoring_turns import AS_WRITTEN, TutoringTurns, blanked, tutoring_turns
 from pearl_verl.judge.types import CriterionScore, JudgeResult
 
 logger = logging.getLogger(__name__)
 
 Rule = Callable[[DialogueFeatures, EpisodeRecord], tuple[int, str]]
+GATE = "complete.session_complete"
 
 
 def _level(bad: float, fair: float, value: float) -> int:
@@ -188,11 +193,10 @@ class HeuristicJudge:
         """
         start = time.perf_counter()
         try:
-            features = extract_features(episode, judged_from)
-            criteria = tuple(self._score(c.id, c.dimension, c.key, features, episode) for c in self.rubric)
+            criteria = self.criteria(episode, judged_from)
         except Exception as exc:  # a malformed record must not crash a batch; counted by the caller as judge_ok=0
-            logger.exception("heuristic judge failed on %s", episode.problem.problem_id)
-            return JudgeResult(ok=False, error=f"heuristic judge error: {type(exc).__name__}: {exc}", attempts=1)
+            logger.exception("%s judge failed on %s", self.name, episode.problem.problem_id)
+            return JudgeResult(ok=False, error=f"{self.name} judge error: {type(exc).__name__}: {exc}", attempts=1)
         gate = completion_gate(criteria, self.rubric)
         return JudgeResult(
             ok=True,
@@ -203,8 +207,28 @@ class HeuristicJudge:
             latency_s=time.perf_counter() - start,
         )
 
-    def _score(self, cid: str, dimension: str, key: str, f: DialogueFeatures, e: EpisodeRecord) -> CriterionScore:
-        raw, why = RULES[cid](f, e)
-        criterion = self.rubric.by_id(cid)
-        assert raw in criterion.scores, (cid, raw)
-        return CriterionScore(dimension, key, raw, criterion.normalise(raw), f"heuristic: {why}")
+    def criteria(self, episode: EpisodeRecord, judged_from: int = 0) -> tuple[CriterionScore, ...]:
+        """Every criterion of the rubric, ungated (see the module docstring and :mod:`.tutoring_turns`)."""
+        turns = tutoring_turns(episode, judged_from)
+        written = extract_features(episode, judged_from)
+        legible = blanked(episode, turns)
+        read = (written, episode), (written if legible is episode else extract_features(legible, judged_from), legible)
+        overrides = self.overrides(episode, judged_from, written, turns)
+        out = []
+        for criterion in self.rubric:
+            features, record = read[0] if criterion.id in AS_WRITTEN else read[1]
+            raw, why = RULES[criterion.id](features, record)
+            assert raw in criterion.scores, (criterion.id, raw)
+            score, why = criterion.normalise(raw), f"heuristic: {why}"
+            if criterion.id in overrides:
+                score, why = overrides[criterion.id](score, why)
+            elif criterion.id != GATE and turns.invalid:
+                score, why = score * turns.share, why + turns.note()
+            raw = round(criterion.low + score * (criterion.high - criterion.low))
+            out.append(CriterionScore(criterion.dimension, criterion.key, raw, score, why))
+        return tuple(out)
+
+    def overrides(self, episode: EpisodeRecord, judged_from: int, features: DialogueFeatures,
+                  turns: TutoringTurns) -> dict[str, Callable[[float, str], tuple[float, str]]]:
+        """Criterion -> how a subclass rescores it from the heuristic's (score, rationale); none here."""
+        return {}

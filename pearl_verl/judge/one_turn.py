@@ -7,7 +7,8 @@ conversation (:func:`candidate_episode`) and only the candidate turn is judged:
 
 - the offline heuristic judge reads the earlier turns as context (``judged_from``, see
   :mod:`pearl_verl.judge.features`): the student's attempts and every number said count, earlier tutor
-  turns are not scored;
+  turns are not scored; the fitted judge (:mod:`pearl_verl.judge.fitted.judge`) does the same, its model
+  scoring the candidate given the conversation;
 - the LLM judge gets the one-turn prompt (:func:`pearl_verl.judge.prompt.one_turn_messages`): the
   candidate marked, the rule that only it is judged, the same rubric and output contract, so the same
   strict parser reads the reply.
@@ -42,6 +43,9 @@ from pearl_verl.judge.prompt import one_turn_messages
 from pearl_verl.judge.rubric import ONE_TURN_CRITERIA
 from pearl_verl.judge.types import NOT_GIVEN, JudgeResult
 from pearl_verl.student.types import StudentCondition
+
+ONE_TURN_BACKENDS = ("llm", "offline", "fitted")
+"""The judge backends that can score one candidate turn (the probes score no criteria)."""
 
 CUT_END_REASON = "turn_limit"
 """The ``end_reason`` of a candidate episode: the session is cut at the candidate turn. Neither judge reads
@@ -143,28 +147,33 @@ class OneTurnJudge:
 
     def __init__(self, judge: Any) -> None:
         from pearl_verl.judge.llm_judge import LLMJudge
-        from pearl_verl.judge.offline import HeuristicJudge
 
         if isinstance(judge, LLMJudge):
             if judge.prompt is not one_turn_messages:
                 raise InputError("an LLM judge of one turn needs the one-turn prompt "
                                  "(LLMJudge(prompt=one_turn_messages)).")
-        elif not isinstance(judge, HeuristicJudge):
-            raise InputError(f"{type(judge).__name__} cannot judge one turn; use the offline or an LLM judge.")
+        elif not isinstance(judge, _from_turn_judges()):
+            raise InputError(f"{type(judge).__name__} cannot judge one turn; use the offline, fitted or an LLM judge.")
         self.judge = judge
 
     async def judge_turn(self, episode: EpisodeRecord) -> TurnJudgement:
         """Judge the last turn of ``episode``; failures come back as ``ok=False``, never raised."""
-        from pearl_verl.judge.offline import HeuristicJudge
-
         start = time.perf_counter()
         if not episode.turns or episode.turns[-1].role != TUTOR:
             return TurnJudgement(ok=False, error="the dialogue does not end on a candidate tutor turn", reason="input")
-        if isinstance(self.judge, HeuristicJudge):
+        if isinstance(self.judge, _from_turn_judges()):
             result = await self.judge.judge(episode, judged_from=len(episode.turns) - 1)
         else:
             result = await self.judge.judge(episode)
         return turn_judgement(result, time.perf_counter() - start)
+
+
+def _from_turn_judges() -> tuple[type, ...]:
+    """The judges that score a candidate as the dialogue judged from its last turn (``judged_from``)."""
+    from pearl_verl.judge.fitted.judge import FittedJudge
+    from pearl_verl.judge.offline import HeuristicJudge
+
+    return HeuristicJudge, FittedJudge
 
 
 def turn_judgement(result: JudgeResult, latency_s: float = 0.0) -> TurnJudgement:
@@ -185,13 +194,13 @@ def turn_judgement(result: JudgeResult, latency_s: float = 0.0) -> TurnJudgement
 
 
 def build_one_turn_judge(config: Any) -> OneTurnJudge:
-    """A :class:`OneTurnJudge` from a :class:`~pearl_verl.judge.config.JudgeConfig` (``offline`` or ``llm``).
+    """A :class:`OneTurnJudge` from a :class:`~pearl_verl.judge.config.JudgeConfig` (``offline``, ``fitted`` or ``llm``).
 
     Raises:
         InputError: another backend (the probes).
     """
     from pearl_verl.judge.config import build_judge
 
-    if config.backend not in ("offline", "llm"):
-        raise InputError(f"backend {config.backend!r} cannot judge one turn; use offline or llm.")
+    if config.backend not in ONE_TURN_BACKENDS:
+        raise InputError(f"backend {config.backend!r} cannot judge one turn; use {', '.join(ONE_TURN_BACKENDS)}.")
     return OneTurnJudge(build_judge(config, prompt=one_turn_messages))

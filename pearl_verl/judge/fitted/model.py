@@ -1,0 +1,188 @@
+"""The fitted one-turn model: parameters in a JSON file with a checksum, applied with scikit-learn.
+
+The file holds plain numbers, never a pickle: each vectorizer's terms and idf weights, the counts' scaling,
+and per member and human dimension a logistic regression's classes, coefficients and intercepts (the long
+arrays as base64 of little-endian float16: about 1 MB instead of 4, and a score moves by less than 1e-3).
+Loading rebuilds the scikit-learn objects from them (``TfidfVectorizer(vocabulary=...)`` with its ``idf_``;
+a ``LogisticRegression`` with ``coef_``, ``intercept_``, ``classes_``), so fitting and judging go through
+the same tokenizer and arithmetic. ``FILE.sha256`` beside it holds the file's SHA-256; a file that does not match
+it (cut short, edited by hand) is refused, naming both.
+
+A dimension's score for a candidate is the expected value of its predicted class on [0, 1], averaged over the
+members (:data:`pearl_verl.judge.fitted.fit.MEMBERS`): classes 0, 1, 2 (worst to best,
+:data:`pearl_verl.data.mrbench.HUMAN_DIMENSIONS`) count 0, 0.5 and 1, so two candidates tie only when the
+model sees them alike. On Revealing_of_the_Answer "No" counts 1 and either "Yes" 0: the only comparison its
+pairs make.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pearl_verl.errors import InputError
+from pearl_verl.judge.fitted.turn import COUNTS, TurnContext, turn_fields
+
+FORMAT = "pearl_verl.fitted_judge"
+VERSION = 1
+SHIPPED = Path(__file__).resolve().parents[2] / "resources" / "judge" / "fitted_mrbench_v2.json"
+"""The parameters fitted on the shipped MRBench V2 (all 200 conversations) by ``pearl-verl judge-fit``."""
+
+FIELDS = ("text", "last")
+"""The texts a candidate gives the vectorizers: the candidate turn, the student's last turn."""
+
+
+def encode(array: Any) -> dict[str, Any]:
+    """A float array as ``{"shape", "f2"}``: base64 of its little-endian float16 values."""
+    import numpy as np
+
+    values = np.asarray(array, dtype=float)
+    return {"shape": list(values.shape), "f2": base64.b64encode(values.astype("<f2").tobytes()).decode("ascii")}
+
+
+def decode(value: Mapping[str, Any]) -> Any:
+    """The float64 array :func:`encode` wrote."""
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(value["f2"]), dtype="<f2").astype(float).reshape(value["shape"])
+
+
+def checksum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class TurnModel:
+    """Scores candidate tutor turns on the human dimensions it was fitted on.
+
+    Attributes:
+        dimensions: the human dimensions, in the file's order.
+        meta: what the file says of its fit (label file and checksum, seed, library versions, CV report).
+        path: where it was read from.
+    """
+
+    dimensions: tuple[str, ...]
+    meta: Mapping[str, Any]
+    path: Path
+    _vectorizers: Mapping[str, Any]
+    _count_mean: Any
+    _count_scale: Any
+    _members: Sequence[tuple[bool, Mapping[str, tuple[Any, Any]]]]  # (reads counts, dimension -> (model, values))
+
+    def matrix(self, contexts: Sequence[TurnContext]) -> Any:
+        """The sparse feature matrix of ``contexts`` (the n-grams of each field, then the scaled counts)."""
+        import numpy as np
+        from scipy.sparse import csr_matrix, hstack
+
+        fields = [turn_fields(c) for c in contexts]
+        texts = [self._vectorizers[name].transform([f[i] for f in fields]) for i, name in enumerate(FIELDS)]
+        counts = (np.array([f[2] for f in fields], dtype=float) - self._count_mean) / self._count_scale
+        return hstack([*texts, csr_matrix(counts)]).tocsr()
+
+    def score(self, contexts: Sequence[TurnContext]) -> list[dict[str, float]]:
+        """Per context, dimension -> score on [0, 1] (the expected class value, see the module docstring)."""
+        if not contexts:
+            return []
+        import numpy as np
+
+        x = self.matrix(contexts)
+        without_counts = x[:, : x.shape[1] - len(COUNTS)]
+        columns = {d: np.mean([models[d][0].predict_proba(x if counts else without_counts) @ models[d][1]
+                               for counts, models in self._members], axis=0)
+                   for d in self.dimensions}
+        return [{d: float(columns[d][i]) for d in self.dimensions} for i in range(len(contexts))]
+
+
+def write_params(params: Mapping[str, Any], path: Path) -> str:
+    """Write ``params`` as JSON and its SHA-256 beside it (each through a temporary file); returns the digest."""
+    data = (json.dumps(params, indent=None, separators=(",", ":"), sort_keys=False) + "\n").encode()
+    digest = sha256_of(data)
+    for target, payload in ((path, data), (checksum_path(path), f"{digest}  {path.name}\n".encode())):
+        part = target.with_name(f".{target.name}.part")
+        part.write_bytes(payload)
+        part.replace(target)
+    return digest
+
+
+def read_params(path: Path) -> dict[str, Any]:
+    """The parameters of ``path`` after checking its format, version and checksum.
+
+    Raises:
+        InputError: a missing file or checksum, a mismatch, or a file of another format or version.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the fitted judge's parameters: {exc.strerror or exc}") from None
+    sums = checksum_path(path)
+    try:
+        expected = sums.read_text(encoding="utf-8").split()[0]
+    except (OSError, IndexError):
+        raise InputError(f"{sums}: missing or empty; the fitted judge's parameters come with their SHA-256 "
+                         "(pearl-verl judge-fit writes both).") from None
+    actual = sha256_of(data)
+    if actual != expected:
+        raise InputError(f"{path}: SHA-256 {actual} does not match {expected} in {sums.name}; the file was changed "
+                         "or cut short. Refit it with pearl-verl judge-fit.")
+    params = json.loads(data)
+    if params.get("format") != FORMAT or params.get("version") != VERSION:
+        raise InputError(f"{path}: not fitted judge parameters of version {VERSION} "
+                         f"(format {params.get('format')!r}, version {params.get('version')!r}).")
+    return params
+
+
+def model_from_params(params: Mapping[str, Any], path: Path) -> TurnModel:
+    """Rebuild the scikit-learn objects of ``params`` (see the module docstring)."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vectorizers = {}
+    for name in FIELDS:
+        spec = params["vectorizers"][name]
+        vectorizer = TfidfVectorizer(ngram_range=tuple(spec["ngram_range"]), sublinear_tf=spec["sublinear_tf"],
+                                     vocabulary={term: i for i, term in enumerate(spec["terms"])})
+        vectorizer.idf_ = decode(spec["idf"])
+        vectorizers[name] = vectorizer
+    counts = params["counts"]
+    if list(counts["names"]) != list(COUNTS):
+        raise InputError(f"{path}: fitted on the counts {counts['names']}, this version computes {list(COUNTS)}; "
+                         "refit with pearl-verl judge-fit.")
+    members = []
+    for member in params["members"]:
+        models = {}
+        for dimension, spec in member["dimensions"].items():
+            model = LogisticRegression()
+            model.classes_ = np.array(spec["classes"])
+            model.coef_ = decode(spec["coef"])
+            model.intercept_ = np.array(spec["intercept"], dtype=float)
+            models[dimension] = (model, np.array(spec["values"], dtype=float))
+        members.append((bool(member["counts"]), models))
+    dimensions = tuple(params["members"][0]["dimensions"])
+    if any(tuple(m["dimensions"]) != dimensions for m in params["members"]):
+        raise InputError(f"{path}: its members score different dimensions; refit with pearl-verl judge-fit.")
+    return TurnModel(
+        dimensions=dimensions,
+        meta={k: v for k, v in params.items() if k not in ("vectorizers", "counts", "members")},
+        path=path,
+        _vectorizers=vectorizers,
+        _count_mean=np.array(counts["mean"], dtype=float),
+        _count_scale=np.array(counts["scale"], dtype=float),
+        _members=members,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def load_model(path: Path = SHIPPED) -> TurnModel:
+    """The fitted model of ``path`` (default: the shipped one), read once per process."""
+    return model_from_params(read_params(path), path)

@@ -1,0 +1,91 @@
+"""Tutor turns that are not teaching, put into real dialogues, to check that a judge rewards none of them.
+
+A policy trained on a judge's reward finds whatever the judge pays for. A judge that reads cue words pays
+for "Let's check that together?" inside letter soup; one that reads question marks pays for a bare "?". So
+:func:`with_tutor_turns` keeps every student turn of a dialogue as it was and replaces every tutor turn
+after the opening by one of :data:`KINDS`; a judge should score clean teaching (:data:`CLEAN`) clearly above
+each of the others. ``bench/judge_junk.py`` prints the table; the tests assert the ordering by a margin for
+every CPU judge a recipe uses.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Callable
+from dataclasses import replace
+
+from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
+
+CLEAN = "clean_questions"
+SOCRATIC_QUESTIONS = (
+    "What is the problem asking you to find?",
+    "Which numbers in the problem do you need for the first step?",
+    "How could you check whether your answer makes sense?",
+    "Can you explain how you got that number?",
+    "What do you know so far, and what is still missing?",
+    "Good effort. Which step would you like to look at again?",
+)
+"""Clean, generic Socratic questions: language and teaching moves, though not about this student's work."""
+CUES = ("Let's check that together?", "Good job!", "What do you get?")
+
+
+def _letters(rng: random.Random, words: int) -> str:
+    return " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 9)))
+                    for _ in range(words))
+
+
+def _clean(episode: EpisodeRecord, i: int, rng: random.Random) -> str:
+    return SOCRATIC_QUESTIONS[sum(t.role == TUTOR for t in episode.turns[:i]) % len(SOCRATIC_QUESTIONS)]
+
+
+def _last_student(episode: EpisodeRecord, i: int) -> str:
+    return next((t.text for t in reversed(episode.turns[:i]) if t.role == STUDENT), "")
+
+
+KINDS: dict[str, Callable[[EpisodeRecord, int, random.Random], str]] = {
+    CLEAN: _clean,
+    "random_letters": lambda e, i, rng: _letters(rng, 8),
+    "letters_around_cues": lambda e, i, rng: f"{_letters(rng, 4)} {rng.choice(CUES)} {_letters(rng, 4)}",
+    "bare_question_mark": lambda e, i, rng: "?",
+    "student_echoed": lambda e, i, rng: _last_student(e, i),
+    "problem_pasted": lambda e, i, rng: e.problem.question,
+    "answer_stated": lambda e, i, rng: f"The answer is {e.problem.answer}.",
+}
+"""Kind -> the tutor turn it writes at index i of a dialogue."""
+
+
+def with_tutor_turns(episode: EpisodeRecord, kind: str, seed: int = 0) -> EpisodeRecord:
+    """``episode`` with every tutor turn after the first student turn written by ``kind``, students unchanged.
+
+    Raises:
+        KeyError: an unknown kind.
+    """
+    make, rng = KINDS[kind], random.Random(seed)
+    turns = []
+    for i, turn in enumerate(episode.turns):
+        if turn.role == TUTOR and any(t.role == STUDENT for t in episode.turns[:i]):
+            turn = replace(turn, text=make(episode, i, rng))
+        turns.append(turn)
+    return replace(episode, turns=tuple(turns))
+
+
+def teaching_dialogues(count: int = 16, seed: int = 0) -> list[EpisodeRecord]:
+    """Dialogues of the coaching and Socratic scripted tutors with offline students of high ability, on the
+    first ``count`` GSM8K test problems (the shipped ``data/``): the real teaching the junk replaces."""
+    import asyncio
+
+    from pearl_verl.data.problem_files import load_problem_files
+    from pearl_verl.dialogue.episode_runner import EpisodeLimits
+    from pearl_verl.student.config import StudentConfig
+    from pearl_verl.student.factory import build_simulator
+    from pearl_verl.student.simulation_runs import make_jobs, run_jobs
+    from pearl_verl.tutor.scripted import ScriptedSocraticTutor
+    from pearl_verl.tutor.styles import ScriptedCoachTutor
+
+    jobs = make_jobs(load_problem_files(["gsm8k/test.jsonl"], count), "high", seed)
+    out: list[EpisodeRecord] = []
+    for tutor in (ScriptedCoachTutor(), ScriptedSocraticTutor()):
+        simulator = build_simulator(StudentConfig(backend="offline"))
+        out += asyncio.run(run_jobs(simulator, tutor, jobs, EpisodeLimits(max_tutor_turns=8)))
+    return out

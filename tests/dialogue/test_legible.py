@@ -1,0 +1,40 @@
+"""What counts as language (pearl_verl.dialogue.legible): words, not letter soup around cue words."""
+
+import pytest
+
+from pearl_verl.dialogue.legible import context_words, is_language, legibility
+
+
+@pytest.mark.parametrize("text", [
+    "What is the problem asking you to find?",
+    "Let's check that together. How did you get 8?",
+    "Great job! 48 / 2 = 24, so she sold 24 clips in May.",
+    "Natalia's clips didn't fit; the students' work is right.",
+    "Let X be the original price. Then X - X*25% = $19.50.",
+    "Correct!",
+])
+def test_sentences_are_language(text):
+    assert is_language(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Cone! Let's check that together\ufffde! Let's check that understands aretinultipl",
+    "xkq fhe Let's check that together? bzt qwo plm",
+    "?",
+    "42",
+    "ing ion re ght qe",
+    "",
+])
+def test_junk_and_text_without_words_are_not(text):
+    assert not is_language(text)
+
+
+def test_names_and_units_of_the_context_count_as_words():
+    text = "How many eggs does Quetzalli sell?"
+    assert not is_language(text)
+    assert is_language(text, context_words(["Quetzalli's ducks lay 16 eggs per day."]))
+
+
+def test_the_share_counts_words_against_non_words_and_ignores_numbers_and_signs():
+    counted = legibility("Good 3 + 4 = 7 zzqx!")
+    assert (counted.words, counted.other) == (1, 1) and counted.share == 0.5

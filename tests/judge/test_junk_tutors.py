@@ -1,0 +1,60 @@
+"""No reward for junk: on the same student turns, clean teaching scores clearly above every kind of junk
+tutor turn (pearl_verl.judge.junk), for every CPU judge a recipe or the main job uses."""
+
+import asyncio
+import dataclasses
+import statistics
+
+import pytest
+
+from pearl_verl.judge.config import JudgeConfig, build_judge
+from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_tutor_turns
+
+MARGIN = 0.3
+"""Clean generic questions score about 0.8 on these dialogues; junk must stay this far below."""
+
+
+@pytest.fixture(scope="module")
+def dialogues():
+    return teaching_dialogues(16)
+
+
+def reward(result):
+    assert result.ok, result.error
+    return sum(result.dims.values()) / len(result.dims)
+
+
+@pytest.fixture(scope="module", params=["offline", "fitted"])
+def judged(request, dialogues):
+    """The judge, and the dialogues whose real teaching it finds complete (the others score 0 whatever the tutor)."""
+    judge = build_judge(JudgeConfig(backend=request.param))
+    done = [e for e in dialogues if asyncio.run(judge.judge(e)).gate]
+    assert len(done) >= 8, f"only {len(done)} of {len(dialogues)} dialogues complete under {request.param}"
+    clean = statistics.mean(reward(asyncio.run(judge.judge(with_tutor_turns(e, CLEAN)))) for e in done)
+    return request.param, judge, done, clean
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != CLEAN])
+def test_clean_teaching_scores_clearly_above_junk(judged, kind):
+    backend, judge, done, clean = judged
+    junk = [reward(asyncio.run(judge.judge(with_tutor_turns(e, kind, seed)))) for seed, e in enumerate(done)]
+    assert clean - statistics.mean(junk) >= MARGIN, (backend, kind, clean, junk)
+    assert max(junk) < clean, (backend, kind)
+
+
+def test_the_answer_stated_outright_is_a_leak_that_fails_the_gate(judged):
+    _, judge, done, _ = judged
+    for e in done:
+        result = asyncio.run(judge.judge(with_tutor_turns(e, "answer_stated")))
+        assert result.ok and result.gate == 0
+        assert {c.criterion: c.raw for c in result.criteria if c.dimension == "leak"}["final_answer"] == 0
+
+
+def test_a_tutor_that_mixes_junk_into_teaching_loses_credit_in_proportion(judged):
+    backend, judge, done, _ = judged
+    e = done[0]
+    tutor = [i for i, t in enumerate(e.turns) if t.role == "tutor" and i > 0]
+    half = with_tutor_turns(e, "letters_around_cues")
+    mixed = dataclasses.replace(e, turns=tuple(half.turns[i] if i in tutor[::2] else t for i, t in enumerate(e.turns)))
+    whole, part, junk = (reward(asyncio.run(judge.judge(x))) for x in (e, mixed, half))
+    assert junk < part < whole, (backend, junk, part, whole)
