@@ -159,14 +159,15 @@ def _bounded(seconds: int, argv: list[str]) -> Iterator[None]:
 
 @pytest.fixture
 def no_endless_work(monkeypatch):
-    """Training and servers raise :class:`ReachedWork` instead of running until stopped; the doctor's
-    trainer and vLLM probes answer at once."""
+    """Training, fitting and servers raise :class:`ReachedWork` instead of running until stopped or done; the
+    doctor's trainer and vLLM probes answer at once."""
 
     def reached(*args, **kwargs):
         raise ReachedWork("reached the work")
 
     import uvicorn
 
+    from pearl_verl.judge.fitted import fit
     from pearl_verl.train_local import train
     from pearl_verl.verl_plugin import doctor
     from pearl_verl.view import view_cli
@@ -177,6 +178,9 @@ def no_endless_work(monkeypatch):
     monkeypatch.setattr(doctor, "check_cpu_vllm",
                         lambda *args, **kwargs: doctor.Check("verl's vLLM rollout on this CPU", True, "not probed here"))
     monkeypatch.setattr(train, "run_training", reached)
+    # judge-fit on a valid label file: minutes of fitting, measured for real in tests/judge/test_fitted_judge.py
+    monkeypatch.setattr(fit, "cross_validate", reached)
+    monkeypatch.setattr(fit, "fit_params", reached)
     monkeypatch.setattr(view_cli, "serve", reached)
     monkeypatch.setattr(uvicorn.Server, "run", reached)  # compare serve, once its socket is bound
 

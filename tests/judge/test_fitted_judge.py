@@ -14,7 +14,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.fitted.fit import BASELINE, FITTED, cross_validate, examples_of
 from pearl_verl.judge.fitted.judge import FITTED_MAPPING, FittedJudge
 from pearl_verl.judge.fitted.model import SHIPPED, checksum_path, decode, load_model, read_params
-from pearl_verl.judge.fitted.turn import TurnContext
+from pearl_verl.judge.fitted.turn import COUNTS, TurnContext
 from pearl_verl.judge.human_agreement import MAPPED
 from pearl_verl.judge.junk import teaching_dialogues
 from pearl_verl.judge.rubric import RUBRIC
@@ -111,3 +111,16 @@ def test_judge_check_human_with_the_fitted_judge_says_it_was_fitted_on_that_file
     out = capsys.readouterr().out
     assert "fitted on MRBench_V2.json itself" in out and "acc.feedback_correct" in out
     assert "mean(guide.guidance_effective" not in out  # the fitted judge's own mapping: one criterion a dimension
+
+
+def test_the_stacked_scoring_equals_scikit_learns_predict_proba_member_by_member():
+    model = load_model()
+    contexts = [TurnContext([("tutor", "What is 7 x 8?"), ("student", "7 x 8 = 54")], text) for text in
+                ("Not quite: count 7 eights again.", "Well done!", "Let's check: 7 x 8 = 56. What went wrong?")]
+    x = model.matrix(contexts)
+    inputs = {True: x, False: x[:, : x.shape[1] - len(COUNTS)]}
+    expected = [{d: float(np.mean([models[d][0].predict_proba(inputs[counts])[i] @ models[d][1]
+                                   for counts, models in model._members])) for d in model.dimensions}
+                for i in range(len(contexts))]
+    for got, want in zip(model.score(contexts), expected):
+        assert got == pytest.approx(want, abs=1e-12)
