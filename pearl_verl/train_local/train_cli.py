@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Cold start, then PEARL RL through verl's main_ppo on the CPU parts (Ray, the pearl_tutor agent "
         "loop on pearl_verl's HF-generate rollout or verl's own vLLM rollout (--rollout), the pearl_judge reward "
         "loop, the pearl estimator, GSPO), with held-out "
-        "evaluations before and after. Defaults fit a 2-core CPU: tiny random Qwen3-MoE, offline student and judge.",
+        "evaluations before and after. Defaults fit a 2-core CPU: tiny random Qwen3-MoE, offline student, the fitted CPU judge.",
     )
     add_config_flags(parser, LocalTrainConfig)
     retype(parser, "--out-dir", output_dir_text)

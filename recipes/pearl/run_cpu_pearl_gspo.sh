@@ -9,8 +9,9 @@
 # the pearl estimator in pearl_sync mode) and lib/gspo.sh; what differs is the device (VERL_PLATFORM=cpu: pearl_verl's
 # CPU platform, gloo; config/pearl_gspo_cpu.yaml), the rollout backend, the sizes, and Ray's logical slots
 # (NGPUS_PER_NODE logical GPUs; torch sees no CUDA). `pearl-verl train-local` starts from the same config. Student and
-# judge are the offline CPU stand-ins unless STUDENT_BASE_URL / JUDGE_BASE_URL name served ones (then STUDENT_MODEL
-# / JUDGE_MODEL too); JUDGE_BACKEND=probe-openings (a learning test double) replaces the offline judge.
+# judge run on the CPU (the offline student; the fitted judge, its one-turn criteria learned from MRBench's teachers)
+# unless STUDENT_BASE_URL / JUDGE_BASE_URL name served ones (then STUDENT_MODEL / JUDGE_MODEL too); JUDGE_BACKEND=offline
+# (the heuristic) or probe-openings (a learning test double) replaces the fitted judge.
 # Afterwards the smoke check says whether every step logged what a real run needs and the weights changed (exit 1 if not).
 # Settings: the environment variables below and those of lib/gspo.sh. Time: ~1 min for the tiny model's 3 steps
 # on 2 cores (half of it Ray's start).
@@ -30,7 +31,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${STUDENT_MODEL:=pearl-student}"
 : "${JUDGE_BASE_URL:=}"
 : "${JUDGE_MODEL:=pearl-judge}"
-: "${JUDGE_BACKEND:=offline}"           # without JUDGE_BASE_URL: offline | probe | probe-openings (test doubles)
+: "${JUDGE_BACKEND:=fitted}"            # without JUDGE_BASE_URL: fitted | offline | probe | probe-openings
 : "${STEPS:=3}"
 : "${EXPERIMENT_NAME:=pearl_cpu_gspo}"
 : "${NGPUS_PER_NODE:=1}"                # logical GPUs: FSDP ranks (one process each)
