@@ -147,33 +147,28 @@ class OneTurnJudge:
 
     def __init__(self, judge: Any) -> None:
         from pearl_verl.judge.llm_judge import LLMJudge
+        from pearl_verl.judge.offline import HeuristicJudge
 
         if isinstance(judge, LLMJudge):
             if judge.prompt is not one_turn_messages:
                 raise InputError("an LLM judge of one turn needs the one-turn prompt "
                                  "(LLMJudge(prompt=one_turn_messages)).")
-        elif not isinstance(judge, _from_turn_judges()):
+        elif not isinstance(judge, HeuristicJudge):  # the fitted judge is one too
             raise InputError(f"{type(judge).__name__} cannot judge one turn; use the offline, fitted or an LLM judge.")
         self.judge = judge
 
     async def judge_turn(self, episode: EpisodeRecord) -> TurnJudgement:
         """Judge the last turn of ``episode``; failures come back as ``ok=False``, never raised."""
+        from pearl_verl.judge.offline import HeuristicJudge
+
         start = time.perf_counter()
         if not episode.turns or episode.turns[-1].role != TUTOR:
             return TurnJudgement(ok=False, error="the dialogue does not end on a candidate tutor turn", reason="input")
-        if isinstance(self.judge, _from_turn_judges()):
+        if isinstance(self.judge, HeuristicJudge):
             result = await self.judge.judge(episode, judged_from=len(episode.turns) - 1)
         else:
             result = await self.judge.judge(episode)
         return turn_judgement(result, time.perf_counter() - start)
-
-
-def _from_turn_judges() -> tuple[type, ...]:
-    """The judges that score a candidate as the dialogue judged from its last turn (``judged_from``)."""
-    from pearl_verl.judge.fitted.judge import FittedJudge
-    from pearl_verl.judge.offline import HeuristicJudge
-
-    return HeuristicJudge, FittedJudge
 
 
 def turn_judgement(result: JudgeResult, latency_s: float = 0.0) -> TurnJudgement:
