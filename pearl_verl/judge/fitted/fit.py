@@ -24,7 +24,7 @@ from typing import Any
 
 from pearl_verl.data.mrbench import HUMAN_DIMENSIONS, HumanConversation
 from pearl_verl.errors import InputError
-from pearl_verl.judge.fitted.model import FIELDS, FORMAT, VERSION
+from pearl_verl.judge.fitted.model import FIELDS, FORMAT, VERSION, feature_matrix
 from pearl_verl.judge.fitted.turn import COUNTS, TurnContext, turn_fields
 from pearl_verl.judge.human_agreement import MAPPED, REVEALING, RatedResponse, macro_f1, pairwise_agreement
 from pearl_verl.judge.one_turn import problem_of
@@ -94,14 +94,9 @@ class Features:
         self.scaler = StandardScaler().fit(np.array([v[2] for v in values])) if counts else None
 
     def transform(self, examples: Sequence[Example]) -> Any:
-        import numpy as np
-        from scipy.sparse import csr_matrix, hstack
-
-        fields = [turn_fields(e.context) for e in examples]
-        parts = [self.vectorizers[name].transform([f[i] for f in fields]) for i, name in enumerate(FIELDS)]
-        if self.scaler is not None:
-            parts.append(csr_matrix(self.scaler.transform(np.array([f[2] for f in fields]))))
-        return hstack(parts).tocsr()
+        scaler = self.scaler
+        return feature_matrix(self.vectorizers, [e.context for e in examples],
+                              *((scaler.mean_, scaler.scale_) if scaler is not None else ()))
 
 
 def _regression(seed: int) -> Any:

@@ -38,6 +38,20 @@ FIELDS = ("text", "last")
 """The texts a candidate gives the vectorizers: the candidate turn, the student's last turn."""
 
 
+def feature_matrix(vectorizers: Mapping[str, Any], contexts: Sequence[TurnContext], count_mean: Any = None,
+                   count_scale: Any = None) -> Any:
+    """The n-grams of each of :data:`FIELDS`, then the counts standardised (none when ``count_mean`` is None):
+    the one feature matrix of fitting and judging alike."""
+    import numpy as np
+    from scipy.sparse import csr_matrix, hstack
+
+    fields = [turn_fields(c) for c in contexts]
+    parts = [vectorizers[name].transform([f[i] for f in fields]) for i, name in enumerate(FIELDS)]
+    if count_mean is not None:
+        parts.append(csr_matrix((np.array([f[2] for f in fields], dtype=float) - count_mean) / count_scale))
+    return hstack(parts).tocsr()
+
+
 def encode(array: Any) -> dict[str, Any]:
     """A float array as ``{"shape", "f2"}``: base64 of its little-endian float16 values."""
     import numpy as np
@@ -80,14 +94,8 @@ class TurnModel:
     _members: Sequence[tuple[bool, Mapping[str, tuple[Any, Any]]]]  # (reads counts, dimension -> (model, values))
 
     def matrix(self, contexts: Sequence[TurnContext]) -> Any:
-        """The sparse feature matrix of ``contexts`` (the n-grams of each field, then the scaled counts)."""
-        import numpy as np
-        from scipy.sparse import csr_matrix, hstack
-
-        fields = [turn_fields(c) for c in contexts]
-        texts = [self._vectorizers[name].transform([f[i] for f in fields]) for i, name in enumerate(FIELDS)]
-        counts = (np.array([f[2] for f in fields], dtype=float) - self._count_mean) / self._count_scale
-        return hstack([*texts, csr_matrix(counts)]).tocsr()
+        """The sparse feature matrix of ``contexts`` (:func:`feature_matrix`)."""
+        return feature_matrix(self._vectorizers, contexts, self._count_mean, self._count_scale)
 
     def score(self, contexts: Sequence[TurnContext]) -> list[dict[str, float]]:
         """Per context, dimension -> score on [0, 1] (the expected class value, see the module docstring).
