@@ -66,6 +66,12 @@ PHRASES: dict[str, tuple[str, ...]] = {
         "Can you do this one for me?",
         "Could you just show me how to do it?",
     ),
+    "confused": (  # the whole message of a turn whose tutor message was not language
+        "I don't understand what you mean. Can you help?",
+        "Sorry, I don't get what you said. Can you say it another way?",
+        "Huh? I don't understand that. Could you explain?",
+        "I'm confused, what do you mean? Can you help me?",
+    ),
     "leave": ("I don't want to do this anymore. Bye.", "This is too hard, I give up.", "I'm done, I can't do this."),
     "conclude": ("Thanks, I get it now!", "Okay, thank you for helping me!", "Thanks! That makes sense."),
 }
@@ -195,6 +201,8 @@ def realise(plan: Plan, problem: Problem, decomposition: Decomposition, rng: ran
     labels = set(plan.labels)
     if plan.leave:
         return _pick(rng, "frustration") + " " + _pick(rng, "leave")
+    if plan.confused:
+        return _pick(rng, "confused")
     before = [_pick(rng, key) for key in ("off_topic", "frustration", "positive_engagement") if key in labels]
     if plan.conclude:
         meta = " I understand how to do this kind of problem now." if "metacognitive_monitoring" in labels else ""
@@ -225,6 +233,8 @@ def minimal_message(plan: Plan, problem: Problem) -> str:
         return "This is too hard, I give up."
     if plan.conclude:
         return "Thanks, I get it now!"
+    if plan.confused:
+        return "I don't understand what you mean. Can you help me?"
     if plan.attempt == "correct":
         core = (
             f"So the answer is {problem.answer}."

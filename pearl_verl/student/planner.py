@@ -9,6 +9,7 @@ correctness controllable by the configured ability; the LLM cannot talk a low-ma
 a correct step.
 
 Probabilities (traits normalised to {0, 0.5, 1}; q = the lowest mastery among the step's units):
+- a tutor message that is not language: no attempt, uncertainty and help-seeking (or leaving, as below);
 - off-topic turn: 0.02 + 0.10 (1 - attention); leaving: engagement < 0.15, then 0.4;
 - no attempt: clip(0.30 - 0.12 activeness - 0.18 q + 0.10 [>= 2 failures] (1 - perseverance), 0.03, 0.6);
 - correct | attempt: clip(q (0.55 + 0.30 comprehension + 0.15 attention) + 0.12 [hinted step]
@@ -72,6 +73,7 @@ class Plan:
         misconception: the wrong value comes from a wrong method rather than a slip.
         leave: the student ends the session without solving.
         conclude: the student ends the session after solving.
+        confused: the tutor's message was not language; the student says they do not understand it.
     """
 
     attempt: str
@@ -82,6 +84,7 @@ class Plan:
     misconception: bool = False
     leave: bool = False
     conclude: bool = False
+    confused: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,9 +256,15 @@ def special_turn(
     rng: random.Random,
     allow_leaving: bool,
 ) -> Plan | None:
-    """Turns decided before any attempt: wrapping up after solving, drifting off-topic, leaving."""
+    """Turns decided before any attempt: wrapping up after solving, not understanding, drifting off-topic, leaving.
+
+    A tutor message that is not language (``move.legible`` False) gets no attempt, only confusion and a
+    request for help, in both backends: a student does not understand junk, so nothing the tutor might
+    have meant by it can move them on. After solving it is wrapped up like any message that asks nothing.
+    """
     t = Traits.of(profile)
     last = len(decomposition.steps) - 1
+    leaving = allow_leaving and mind.engagement < 0.15
     if mind.solved:
         if move.asks and mind.after_solved < 2:
             labels = {"metacognitive_monitoring"} | (
@@ -264,10 +273,14 @@ def special_turn(
             return Plan("correct", ordered_labels(labels), last, True, None)
         thanks = {"positive_engagement"} if rng.random() < 0.5 else set()
         return Plan("none", ordered_labels(thanks | {"metacognitive_monitoring"}), None, conclude=True)
+    if not move.legible:
+        if leaving and rng.random() < 0.4:
+            return Plan("none", ("frustration",), leave=True)
+        return Plan("none", ordered_labels({"uncertainty", "help_seeking"}), confused=True)
     if rng.random() < 0.02 + 0.10 * (1 - t.att):
         extra = {"uncertainty"} if rng.random() < 0.3 else set()
         return Plan("none", ordered_labels({"off_topic"} | extra))
-    if allow_leaving and mind.engagement < 0.15 and rng.random() < 0.4:
+    if leaving and rng.random() < 0.4:
         return Plan("none", ("frustration",), leave=True)
     return None
 
@@ -279,7 +292,7 @@ def advance(mind: Mind, plan: Plan, move: TutorMove, profile: CognitiveProfile, 
         mind.done.add(plan.step)
         mind.failures = 0
         mind.engagement += 0.06
-    elif "off_topic" not in plan.labels and not plan.conclude:
+    elif "off_topic" not in plan.labels and not plan.conclude:  # a confused turn too: junk wears a student down
         mind.failures += 1
         mind.engagement -= (0.06 if plan.attempt != "none" else 0.04) * (1.3 - t.per)
     if move.praises:

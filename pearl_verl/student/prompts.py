@@ -76,6 +76,8 @@ def attempt_instruction(plan: Plan, problem: Problem, decomposition: Decompositi
     step = decomposition.steps[plan.step].text if plan.step is not None else ""
     if plan.leave:
         return "You are fed up: say you want to stop and end the conversation. Make no attempt."
+    if plan.confused:
+        return "You cannot make sense of the tutor's last message: say so and ask for help. Make no attempt."
     if plan.conclude:
         return "You have solved the problem: thank the tutor and end the conversation. Make no new attempt."
     if plan.attempt == "correct" and plan.final:

@@ -1,16 +1,19 @@
 """What a tutor message makes available to the student, and what a student message states.
 
-Rule-based readers shared by both backends: which reference step a tutor message addresses, which
-knowledge units it exposes (the availability that drives the mastery update), whether it praises,
-flags an error or reveals the final answer; and which final answer, if any, a student message states.
+Rule-based readers shared by both backends: whether a tutor message is language at all, which reference
+step it addresses, which knowledge units it exposes (the availability that drives the mastery update),
+whether it praises, flags an error or reveals the final answer; and which final answer, if any, a student
+message states.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pearl_verl.dialogue.answers import answers_match, last_boxed, numbers_in
+from pearl_verl.dialogue.legible import context_words, is_language
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
@@ -30,6 +33,14 @@ _STOP = frozenset(
     "the and for that this with you your are was were has have had how many much what each then from into per "
     "she he they them his her its our can will would there their which who whom all any one two".split()
 )
+_LATEX_NAMES = (
+    "boxed frac dfrac tfrac cfrac sqrt cdot cdots dots ldots times div pm le leq ge geq ne neq approx equiv sim "
+    "pmod gcd left right text textbf mathbf mathrm operatorname displaystyle quad qquad circ angle triangle "
+    "overline underline parallel sin cos tan cot sec log ln arcsin arccos pi theta alpha beta lambda omega Delta "
+    "infty sum prod int lim binom dbinom in cup cap to rightarrow Rightarrow implies lfloor rfloor lceil rceil prime"
+)
+_LATEX = re.compile(r"\\(?:begin|end)\{[a-z]+\*?\}|\\(?:" + "|".join(_LATEX_NAMES.split()) + r")(?![a-zA-Z])")
+"""Common LaTeX commands and environments: notation, neutral like the signs of arithmetic, not letter runs."""
 ANSWER_IS = re.compile(r"answer\s+(?:is|would be|=|:)\s*(.+?)(?:[.!?]\s|[.!?]?$)", re.I | re.S)
 STEP_MATCH_THRESHOLD = 0.5
 """Share of a step's content tokens a tutor message must contain to count as addressing that step."""
@@ -46,6 +57,8 @@ class TutorMove:
         step: index of the reference step it addresses, or None.
         reveals_answer: it states the final answer.
         units: knowledge units it makes available (their cues, or the units of the addressed step).
+        legible: it is language; when False every other field is empty, so a planner can tell "nothing I
+            understand" from "nothing in particular".
     """
 
     asks: bool = False
@@ -54,6 +67,7 @@ class TutorMove:
     step: int | None = None
     reveals_answer: bool = False
     units: frozenset[str] = frozenset()
+    legible: bool = True
 
 
 def _tokens(text: str) -> set[str]:
@@ -94,8 +108,24 @@ def reveals_answer(problem: Problem, message: str) -> bool:
     return any(same_answer(problem.answer, n) for n in numbers_in(message))
 
 
-def read_tutor(message: str, problem: Problem, decomposition: Decomposition, curriculum: Curriculum) -> TutorMove:
-    """Read a tutor message against the problem's decomposition."""
+def read_tutor(
+    message: str,
+    problem: Problem,
+    decomposition: Decomposition,
+    curriculum: Curriculum,
+    context: Iterable[str] = (),
+) -> TutorMove:
+    """Read a tutor message against the problem's decomposition.
+
+    ``context``: texts whose words count as words when judging whether the message is language (what the
+    student has written so far); so do the problem's question, its worked solution and its steps, which hold
+    the names, units and notation (``frac``, ``sqrt``, ``pmatrix``) a tutor quotes from them. A message that is
+    not language (letter soup around "Let's check that together?", a bare "?") is read as no move at all: a
+    student does not understand junk, and cue words inside it must not earn what a real hint earns.
+    """
+    own = [problem.question, problem.reference_solution, *(s.text for s in decomposition.steps), *context]
+    if not is_language(_LATEX.sub(" ", message), context_words(own)):
+        return TutorMove(legible=False)
     steps = addressed_steps(decomposition, message)
     step = steps[0] if steps else None
     units = {u for u in decomposition.units if curriculum.units[u].mentioned_in(message)}

@@ -198,7 +198,8 @@ class PearlStudentSession:
 
     async def _respond(self, tutor_message: str) -> StudentTurn:
         self._turns.append(DialogueTurn(TUTOR, tutor_message))
-        move = read_tutor(tutor_message, self.problem, self.decomposition, self.simulator.curriculum)
+        own = [t.text for t in self._turns if t.role == STUDENT]
+        move = read_tutor(tutor_message, self.problem, self.decomposition, self.simulator.curriculum, own)
         # Paper Eq. (1): m^{t+1} = f_update(q, h^{t-1}, m^t, a^t, u^t), moving only what this exchange made available.
         self._mind.mastery = mastery_rules.update_mastery(
             self.graph, self._mind.mastery, self._exposure(move), self.rate
