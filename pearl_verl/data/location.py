@@ -24,6 +24,8 @@ ENV_VAR = "PEARL_VERL_DATA_DIR"
 """Environment variable naming the data folder when no ``--data-dir`` is given."""
 CLONE_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 """The repository's ``data/`` folder; present in a clone and an editable install, not in a wheel."""
+SHIPPED_MATHDIAL = Path(__file__).resolve().parents[1] / "resources" / "data" / "mathdial" / "test_first64.jsonl"
+"""64 MathDial problems inside the wheel: train-local's default problems, whose words the tiny tokenizer learns."""
 
 
 def data_dir(explicit: str | Path | None = None) -> Path:

@@ -104,3 +104,17 @@ def legibility(text: str, context: frozenset[str] = frozenset()) -> Legibility:
 def is_language(text: str, context: frozenset[str] = frozenset()) -> bool:
     """Whether ``text`` is language (:attr:`Legibility.is_language`)."""
     return legibility(text, context).is_language
+
+
+SENTENCE_ENDS = (".", "!", "?", '."', '!"', '?"', ".)", "?)")
+
+
+def well_formed(text: str, context: frozenset[str] = frozenset()) -> bool:
+    """Whether ``text`` is a complete message of words: every letter run a word, no broken character, at least
+    one word, and it ends a sentence (a message cut at a token cap ends mid-sentence, often mid-word).
+
+    Stricter than :func:`is_language`, which lets one stray run in ten pass: this is what a tutor model's
+    own output is held to (the share of well-formed turns is what train-local reports).
+    """
+    counted = legibility(text, context)
+    return counted.words > 0 and counted.other == 0 and text.rstrip().endswith(SENTENCE_ENDS)

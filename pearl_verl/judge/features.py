@@ -136,6 +136,11 @@ def asks_to_recheck(text: str) -> bool:
     return bool(_CHECK.search(text))
 
 
+def praises(text: str) -> bool:
+    """Whether a tutor message confirms or praises (and does not negate it: "not quite right")."""
+    return bool(_PRAISE.search(text)) and not _NEGATED_PRAISE.search(text)
+
+
 def key_results(question: str, solution: str, answer: str) -> tuple[str, ...]:
     """Computed results in the reference solution (after ``=``), minus the answer and given numbers."""
     given = set(numbers_in(question))

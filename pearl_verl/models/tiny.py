@@ -43,12 +43,38 @@ _CORPUS = [
 ]
 
 
-def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 1024) -> PreTrainedTokenizerFast:
-    """Train a byte-level BPE tokenizer with a ChatML chat template and save it to ``out_dir``.
+def tutoring_corpus() -> list[str]:
+    """What the local runs' tutors and students write: the scripted teachers' and the offline student's
+    phrases, the tutor instruction and the shipped MathDial problems, weighted so that each of their
+    words becomes one token.
+
+    A tutor that writes whole-word tokens can only sample whole words: with the word pieces of a
+    generic corpus ("Continue." was 7 tokens, "C on t in u e .") a tiny model sampling at temperature 1
+    wrote broken words ("Cone!", "aretinultipl") in about half of its turns.
+    """
+    from pearl_verl.data.location import SHIPPED_MATHDIAL
+    from pearl_verl.student.offline_realiser import META, OPENINGS, PHRASES, REASONS
+    from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
+    from pearl_verl.tutor.styles import TEACHER_LINES
+
+    student = [*(p for group in (*PHRASES.values(), *META.values()) for p in group), *REASONS.values(),
+               *(template.replace("{q}", "") for template, _ in OPENINGS)]
+    problems = [json.loads(line)["question"] for line in SHIPPED_MATHDIAL.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+    return [*_CORPUS, *TEACHER_LINES * 8, *student * 4, TUTOR_INSTRUCTION * 4, *problems]
+
+
+def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 2048) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE tokenizer on :func:`tutoring_corpus` with a ChatML chat template and save it
+    to ``out_dir``. The end-of-session marker is one token, so a tutor ends a session in one choice.
 
     Returns:
         The tokenizer; ``out_dir`` then holds files ``AutoTokenizer.from_pretrained`` reads.
     """
+    from tokenizers import AddedToken
+
+    from pearl_verl.tutor.prompts import END_MARKER
+
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -58,10 +84,8 @@ def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 1024) -> PreT
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
-
-    # The tutor instruction is in every prompt: learning its merges keeps local prompts short.
-    tokenizer.train_from_iterator([*_CORPUS, TUTOR_INSTRUCTION] * 4, trainer=trainer)
+    tokenizer.train_from_iterator(tutoring_corpus(), trainer=trainer)
+    tokenizer.add_tokens([AddedToken(END_MARKER, special=False, normalized=False)])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.data.location import SHIPPED_MATHDIAL
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.probe import PROBES
@@ -20,7 +21,7 @@ DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
 """Values of ``rollout_dtype`` and ``train_dtype`` (``resolve_dtype`` in train.py turns them into a dtype)."""
 ROLLOUT_BACKENDS = ("hf", "vllm")
 """Values of ``rollout``: verl's ``actor_rollout_ref.rollout.name``."""
-LOCAL_PROBLEMS = {"mathdial": str(Path(__file__).resolve().parents[1] / "resources" / "data" / "mathdial" / "test_first64.jsonl")}
+LOCAL_PROBLEMS = {"mathdial": str(SHIPPED_MATHDIAL)}
 """Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
 
 

@@ -13,8 +13,9 @@ reward can be traced to a change in what the tutor writes.
 from __future__ import annotations
 
 import math
+import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,30 +23,44 @@ from typing import Any
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.dialogue.row import dialogue_row
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.judge.features import asks_to_recheck, extract_features
+from pearl_verl.dialogue.legible import context_words, well_formed
+from pearl_verl.judge.features import asks_to_recheck, extract_features, praises
 from pearl_verl.stats import mean_ci
 from pearl_verl.train_local.run_outputs import append_metrics, read_metrics
 
 OBSERVABLES: dict[str, str] = {
-    "rechecks": "tutor turns that send the student back to re-check a step",
-    "asks_question": "tutor turns that ask a question",
+    "well_formed": "tutor turns that are complete sentences of words",
+    "asks_about_work": "tutor turns that ask about the student's work",
+    "rechecks": "tutor turns that point to a mistake (send the student back to re-check)",
+    "praises": "tutor turns that praise or confirm",
+    "gives_answer": "tutor turns that state the final answer before the student has",
     "blames": "dialogues in which the tutor blames the student",
-    "answer_first": "dialogues in which the tutor states the final answer before the student",
     "tutor_ends_after_solution": "dialogues the tutor closes after the student solved it",
     "solved": "dialogues in which the student reaches the answer",
 }
-"""Observable features per held-out dialogue, in [0, 1], and what each measures."""
+"""Observable features per held-out dialogue, in [0, 1], and what each measures. The turn moves count well-formed
+turns only (:func:`pearl_verl.dialogue.legible.well_formed`): "check" inside letter soup is no re-check prompt."""
+
+_ABOUT_WORK = re.compile(r"\b(you|your|step|number|answer|got|get)\b", re.I)
 
 
 def observables(episode: EpisodeRecord) -> dict[str, float]:
     """The :data:`OBSERVABLES` of one dialogue."""
     f = extract_features(episode)
-    tutor = [t.text for t in episode.turns if t.role == TUTOR]
+    known = context_words([episode.problem.question, *(t.text for t in episode.turns if t.role != TUTOR)])
+    tutor = [(i, t.text) for i, t in enumerate(episode.turns) if t.role == TUTOR]
+    formed = [(i, text) for i, text in tutor if well_formed(text, known)]
+
+    def share(test: Callable[[int, str], bool]) -> float:
+        return sum(test(i, text) for i, text in formed) / len(tutor) if tutor else 0.0
+
     return {
-        "rechecks": sum(map(asks_to_recheck, tutor)) / len(tutor) if tutor else 0.0,
-        "asks_question": f.question_ratio,
+        "well_formed": len(formed) / len(tutor) if tutor else 0.0,
+        "asks_about_work": share(lambda i, text: "?" in text and bool(_ABOUT_WORK.search(text))),
+        "rechecks": share(lambda i, text: asks_to_recheck(text)),
+        "praises": share(lambda i, text: praises(text)),
+        "gives_answer": share(lambda i, text: i in f.leak_turns),
         "blames": float(f.blame_turns > 0),
-        "answer_first": float(bool(f.leak_turns)),
         "tutor_ends_after_solution": float(f.solved and episode.end_reason == "tutor_ended"),
         "solved": float(f.solved),
     }
@@ -157,7 +172,8 @@ def summary(before: HeldOut, after: HeldOut) -> str:
         "what the tutor does:",
     ]
     for name, text in OBSERVABLES.items():
-        lines.append(f"  {text}: {_share(before.observed[name])} -> {_share(after.observed[name])}")
+        # files written before an observable existed have none of it: "n/a"
+        lines.append(f"  {text}: {_share(before.observed.get(name, ()))} -> {_share(after.observed.get(name, ()))}")
     return "\n".join(lines)
 
 

@@ -37,42 +37,54 @@ def _last_student(turns: Sequence[DialogueTurn]) -> str:
     return next((t.text for t in reversed(turns) if t.role == STUDENT), "")
 
 
+OPEN = "Let's work through this together. What is the problem asking you to find?"
+RECAP = "Well done! Let's recap the key idea."
+RECHECK = "Let's check that together. How did you get that number?"
+REASSURE = "That's okay. What do you know so far?"
+NEXT = "Good thinking! What is the next step, and why?"
+LECTURE = "You add or multiply the numbers in order."
+TERSE = "Continue."
+BLAME = "No, that is wrong. Be careful."
+TEACHER_LINES = (OPEN, RECAP, RECHECK, REASSURE, NEXT, LECTURE, TERSE, BLAME)
+"""Every line the pool's teachers write (the tiny tokenizer learns each word as one token)."""
+
+
 class ScriptedCoachTutor:
     """Socratic questions without problem-specific content (see the module docstring)."""
 
     async def reply(self, problem: Problem, turns: Sequence[DialogueTurn]) -> str:
         if not any(t.role == TUTOR for t in turns):
-            return "Let's work through this together. What is the problem asking you to find?"
+            return OPEN
         last = _last_student(turns)
         verdict = student_stated_answer(problem, last)
         if verdict:
-            return f"Well done! Let's recap the key idea. {END_MARKER}"
+            return f"{RECAP} {END_MARKER}"
         if verdict is False:
-            return "Let's check that together. How did you get that number?"
+            return RECHECK
         if _STUCK.search(last):
-            return "That's okay. What do you know so far?"
-        return "Good thinking! What is the next step, and why?"
+            return REASSURE
+        return NEXT
 
 
 class ScriptedLecturingTutor:
     """States the method and never asks."""
 
     async def reply(self, problem: Problem, turns: Sequence[DialogueTurn]) -> str:
-        return "You add or multiply the numbers in order."
+        return LECTURE
 
 
 class ScriptedTerseTutor:
     """One word a turn."""
 
     async def reply(self, problem: Problem, turns: Sequence[DialogueTurn]) -> str:
-        return "Continue."
+        return TERSE
 
 
 class ScriptedBlamingTutor:
     """Meets every turn with blame."""
 
     async def reply(self, problem: Problem, turns: Sequence[DialogueTurn]) -> str:
-        return "No, that is wrong. Be careful."
+        return BLAME
 
 
 TEACHER_POOLS: dict[str, tuple[type[TutorPolicy], ...]] = {

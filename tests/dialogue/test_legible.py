@@ -2,7 +2,7 @@
 
 import pytest
 
-from pearl_verl.dialogue.legible import context_words, is_language, legibility
+from pearl_verl.dialogue.legible import context_words, is_language, legibility, well_formed
 
 
 @pytest.mark.parametrize("text", [
@@ -38,3 +38,25 @@ def test_names_and_units_of_the_context_count_as_words():
 def test_the_share_counts_words_against_non_words_and_ignores_numbers_and_signs():
     counted = legibility("Good 3 + 4 = 7 zzqx!")
     assert (counted.words, counted.other) == (1, 1) and counted.share == 0.5
+
+
+@pytest.mark.parametrize("text", [
+    "Let's check that together. How did you get that number?",
+    "Continue.",
+    "Well done! 48 / 2 = 24.",
+    'She said "try again."',
+])
+def test_complete_sentences_of_words_are_well_formed(text):
+    assert well_formed(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Let's check that together. How did you",  # cut at the token cap, mid-sentence
+    "Let's check that together. How did y",  # and mid-word
+    "Let's check that together. Hw did you get it?",  # one stray run passes is_language, not this
+    "Let's che\ufffdk that together?",
+    "42.",
+    "",
+])
+def test_cut_broken_or_wordless_turns_are_not_well_formed(text):
+    assert not well_formed(text)

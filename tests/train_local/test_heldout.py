@@ -41,11 +41,19 @@ def socratic(make_episode):
 
 
 def test_observables_read_what_the_tutor_did(make_episode, leaking, socratic):
-    assert observables(leaking) == {"rechecks": 0.0, "asks_question": 0.0, "blames": 1.0, "answer_first": 1.0,
-                                    "tutor_ends_after_solution": 1.0, "solved": 1.0}
+    assert observables(leaking) == {"well_formed": 1.0, "asks_about_work": 0.0, "rechecks": 0.0, "praises": 0.0,
+                                    "gives_answer": 1.0, "blames": 1.0, "tutor_ends_after_solution": 1.0, "solved": 1.0}
     observed = observables(socratic)
-    assert observed["asks_question"] == 0.5 and observed["answer_first"] == 0.0 and observed["blames"] == 0.0
+    assert observed["asks_about_work"] == 0.5 and observed["praises"] == 0.5 and observed["gives_answer"] == 0.0
     assert observables(_episode(make_episode, "How did you get 7? Check it.", "7", "Look again."))["rechecks"] == 1.0
+
+
+@pytest.mark.parametrize("junk", ["xqzv check plmk that?", "Let's check that together. How did you",
+                                  "Let's che\ufffdk that together?"])
+def test_moves_inside_turns_that_are_not_sentences_of_words_are_not_counted(make_episode, junk):
+    observed = observables(_episode(make_episode, junk, "I think it is 7", "Well done! How did you get 7?"))
+    assert observed["well_formed"] == 0.5
+    assert observed["rechecks"] == 0.5 and observed["asks_about_work"] == 0.5 and observed["praises"] == 0.5
 
 
 def test_summary_pairs_dialogues_and_sets_the_gain_against_the_seed_spread(leaking, socratic):
@@ -54,14 +62,14 @@ def test_summary_pairs_dialogues_and_sets_the_gain_against_the_seed_spread(leaki
     assert before.seed_means == pytest.approx([0.3, 0.3]) and before.rewards[3] is None
     metrics = after.metrics()
     assert metrics["eval/reward/mean"] == pytest.approx(0.725) and metrics["eval/dialogues"] == 4
-    assert metrics["eval/obs/asks_question"] == 0.5
+    assert metrics["eval/obs/asks_about_work"] == 0.5 and metrics["eval/obs/well_formed"] == 1.0
     text = summary(before, after)
     # the failed judgement drops its pair: gains 0.4, 0.3, 0.5 -> mean 0.4, t(2) interval 0.4 +- 4.303 * 0.1 / sqrt(3)
     half = 4.302653 * 0.1 / math.sqrt(3)
     assert "change +0.400" in text and f"[{0.4 - half:+.3f}, {0.4 + half:+.3f}]" in text
     assert "(3 dialogues" in text and "spread over its 2 eval seeds: 0.000" in text
     assert "acc +0.42" in text  # 0.725 - 0.3 per dimension, failed judgements left out on each side
-    assert "states the final answer before the student: 100% -> 0%" in text
+    assert "state the final answer before the student has: 100% -> 0%" in text
 
 
 def test_evaluations_round_trip_and_dialogues_file(tmp_path, leaking, socratic):
