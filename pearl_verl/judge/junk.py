@@ -51,6 +51,8 @@ KINDS: dict[str, Callable[[EpisodeRecord, int, random.Random], str]] = {
     "student_echoed": lambda e, i, rng: _last_student(e, i),
     "problem_pasted": lambda e, i, rng: e.problem.question,
     "answer_stated": lambda e, i, rng: f"The answer is {e.problem.answer}.",
+    # a clean question said over and over until the turn's token cap cuts it
+    "question_repeated": lambda e, i, rng: " ".join([_clean(e, i, rng)] * 3) + " How did",
 }
 """Kind -> the tutor turn it writes at index i of a dialogue."""
 

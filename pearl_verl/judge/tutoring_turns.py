@@ -1,8 +1,10 @@
 """Which tutor turns are turns of tutoring, for the CPU judges: no credit for text that is not teaching.
 
 A tutor turn is no turn of tutoring when it is not language (:mod:`pearl_verl.dialogue.legible`: letter soup,
-cue words inside junk, a bare "?") or when it copies the student's last turn or the problem statement (at
-least :data:`COPY_SHARE` of its word pairs). Both CPU judges (:mod:`pearl_verl.judge.offline`,
+cue words inside junk, a bare "?"), when it copies the student's last turn or the problem statement (at
+least :data:`COPY_SHARE` of its word pairs), or when it repeats itself (a sentence twice in one turn: a tiny tutor
+trained on the fitted judge learned to say "How did you get that together." over and over until its token cap,
+each copy one more question for the judge's n-grams). Both CPU judges (:mod:`pearl_verl.judge.offline`,
 :mod:`pearl_verl.judge.fitted.judge`) then:
 
 - read the criteria that give credit on the dialogue with such turns blank (:func:`blanked`), so a cue word
@@ -43,13 +45,28 @@ def copies(text: str, source: str) -> bool:
     return bool(own) and len(own & _pairs(source)) / len(own) >= COPY_SHARE
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def repeats_itself(text: str) -> bool:
+    """Whether one sentence of ``text`` occurs twice in it (compared by its words, case aside)."""
+    seen = set()
+    for sentence in _SENTENCE.split(text):
+        words = tuple(w.lower() for w in _WORDS.findall(sentence))
+        if words in seen:
+            return True
+        if words:
+            seen.add(words)
+    return False
+
+
 @dataclass(frozen=True)
 class TutoringTurns:
     """The judged tutor turns of a dialogue, and those that are no turn of tutoring.
 
     Attributes:
         judged: indices of the judged tutor turns (from ``judged_from`` on).
-        invalid: those that are not language, or copy the student's last turn or the problem.
+        invalid: those that are not language, copy the student's last turn or the problem, or repeat themselves.
     """
 
     judged: tuple[int, ...]
@@ -65,7 +82,7 @@ class TutoringTurns:
         if not self.invalid:
             return ""
         return (f"; credit x {self.share:.2f}: tutor turn(s) {list(self.invalid)} of {len(self.judged)} are no "
-                "tutoring (not language, or a copy)")
+                "tutoring (not language, a copy, or repeating itself)")
 
 
 def tutoring_turns(episode: EpisodeRecord, judged_from: int = 0) -> TutoringTurns:
@@ -78,8 +95,9 @@ def tutoring_turns(episode: EpisodeRecord, judged_from: int = 0) -> TutoringTurn
             last_student = turn.text
         elif turn.role == TUTOR and i >= judged_from:
             judged.append(i)
-            if not is_language(turn.text, known) or copies(turn.text, last_student) or copies(turn.text,
-                                                                                               problem.question):
+            text = turn.text
+            if (not is_language(text, known) or copies(text, last_student) or copies(text, problem.question)
+                    or repeats_itself(text)):
                 invalid.append(i)
     return TutoringTurns(tuple(judged), tuple(invalid))
 

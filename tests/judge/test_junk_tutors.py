@@ -9,6 +9,7 @@ import pytest
 
 from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_tutor_turns
+from pearl_verl.judge.tutoring_turns import repeats_itself
 
 MARGIN = 0.3
 """Clean generic questions score about 0.8 on these dialogues; junk must stay this far below."""
@@ -58,3 +59,21 @@ def test_a_tutor_that_mixes_junk_into_teaching_loses_credit_in_proportion(judged
     mixed = dataclasses.replace(e, turns=tuple(half.turns[i] if i in tutor[::2] else t for i, t in enumerate(e.turns)))
     whole, part, junk = (reward(asyncio.run(judge.judge(x))) for x in (e, mixed, half))
     assert junk < part < whole, (backend, junk, part, whole)
+
+
+@pytest.mark.parametrize("turn", [
+    "How did you get that together. How did you get that together. How",
+    "Continue. Continue.",
+    "Good thinking! What is the next step? what is the NEXT step?",
+])
+def test_a_turn_that_says_one_sentence_twice_repeats_itself(turn):
+    assert repeats_itself(turn)
+
+
+@pytest.mark.parametrize("turn", [
+    "Let's check that together. How did you get that number?",
+    "What is 3 + 4? And what is 3 + 5?",
+    "How did you get 12? How did you get 15?",
+])
+def test_turns_of_different_sentences_do_not(turn):
+    assert not repeats_itself(turn)
