@@ -4,7 +4,7 @@ A policy trained on a judge's reward finds whatever the judge pays for. A judge 
 for "Let's check that together?" inside letter soup; one that reads question marks pays for a bare "?". So
 :func:`with_tutor_turns` keeps every student turn of a dialogue as it was and replaces every tutor turn
 after the opening by one of :data:`KINDS`; a judge should score clean teaching (:data:`CLEAN`) clearly above
-each of the others. ``bench/judge_junk.py`` prints the table; the tests assert the ordering by a margin for
+each of the others. ``bench/judge_fitted.py`` prints the table; the tests assert the ordering by a margin for
 every CPU judge a recipe uses.
 """
 
