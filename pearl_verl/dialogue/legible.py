@@ -10,8 +10,9 @@ shipped inside its wheel) counts at least :data:`MIN_ZIPF` (about once per milli
 letters, when it is one of the short words of :data:`SHORT_WORDS` (wordfreq counts fragments such as "ab",
 "qe" or "ing" too often to trust for those); or when it occurs in the context the caller gives (the
 problem's names and units, what the student wrote). Numbers, single letters (variables as often as words),
-and the signs of arithmetic and punctuation are neutral: they neither make nor break legibility. Anything else (letters that form no word, broken
-characters such as U+FFFD) counts against it.
+common LaTeX commands (``\\frac``, ``\\sqrt``) and the signs of arithmetic and punctuation are neutral: they
+neither make nor break legibility. Anything else (letters that form no word, broken characters such as U+FFFD)
+counts against it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,15 @@ SHORT_WORDS = frozenset(
 """The words of two letters that count; other two-letter runs are fragments until shown otherwise."""
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*|\d+(?:[.,]\d+)*|\S", re.UNICODE)
+_LATEX_NAMES = (
+    "boxed frac dfrac tfrac cfrac sqrt cdot cdots dots ldots times div pm le leq ge geq ne neq approx equiv sim "
+    "pmod gcd left right text textbf mathbf mathrm operatorname displaystyle quad qquad circ angle triangle "
+    "overline underline parallel sin cos tan cot sec log ln arcsin arccos pi theta alpha beta lambda omega Delta "
+    "infty sum prod int lim binom dbinom in cup cap to rightarrow Rightarrow implies lfloor rfloor lceil rceil prime"
+)
+_LATEX = re.compile(r"\\(?:begin|end)\{[a-z]+\*?\}|\\(?:" + "|".join(_LATEX_NAMES.split()) + r")(?![a-zA-Z])")
+"""Common LaTeX commands and environments: notation, neutral like the signs of arithmetic. Only these names: a
+backslash before letter soup (``\\xqzv``) leaves the soup to be counted."""
 _NEUTRAL = frozenset("+-*/×÷=<>()[]{}.,;:!?'\"$%^&#@_|\\~`…–—“”‘’")
 
 
@@ -89,7 +99,7 @@ def context_words(texts: Iterable[str]) -> frozenset[str]:
 def legibility(text: str, context: frozenset[str] = frozenset()) -> Legibility:
     """Count the words and the non-words of ``text``; ``context`` words always count as words."""
     words = other = 0
-    for token in _TOKEN.findall(text):
+    for token in _TOKEN.findall(_LATEX.sub(" ", text)):
         if token[0].isdigit() or token in _NEUTRAL or (len(token) == 1 and token.isalpha()):
             continue  # a single letter is a variable (x, X, n) as often as a word
         if token[0].isalpha():

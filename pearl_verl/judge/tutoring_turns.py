@@ -88,7 +88,10 @@ class TutoringTurns:
 def tutoring_turns(episode: EpisodeRecord, judged_from: int = 0) -> TutoringTurns:
     """Classify the judged tutor turns of ``episode`` (see the module docstring)."""
     problem = episode.problem
-    known = context_words([problem.question, *(t.text for t in episode.turns if t.role == STUDENT)])
+    # the words the student simulator reads as words too (student/reading.py): what a tutor quotes from the problem,
+    # its worked solution or the student is language
+    known = context_words([problem.question, problem.reference_solution,
+                           *(t.text for t in episode.turns if t.role == STUDENT)])
     judged, invalid, last_student = [], [], ""
     for i, turn in enumerate(episode.turns):
         if turn.role == STUDENT:

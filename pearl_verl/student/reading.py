@@ -33,14 +33,6 @@ _STOP = frozenset(
     "the and for that this with you your are was were has have had how many much what each then from into per "
     "she he they them his her its our can will would there their which who whom all any one two".split()
 )
-_LATEX_NAMES = (
-    "boxed frac dfrac tfrac cfrac sqrt cdot cdots dots ldots times div pm le leq ge geq ne neq approx equiv sim "
-    "pmod gcd left right text textbf mathbf mathrm operatorname displaystyle quad qquad circ angle triangle "
-    "overline underline parallel sin cos tan cot sec log ln arcsin arccos pi theta alpha beta lambda omega Delta "
-    "infty sum prod int lim binom dbinom in cup cap to rightarrow Rightarrow implies lfloor rfloor lceil rceil prime"
-)
-_LATEX = re.compile(r"\\(?:begin|end)\{[a-z]+\*?\}|\\(?:" + "|".join(_LATEX_NAMES.split()) + r")(?![a-zA-Z])")
-"""Common LaTeX commands and environments: notation, neutral like the signs of arithmetic, not letter runs."""
 ANSWER_IS = re.compile(r"answer\s+(?:is|would be|=|:)\s*(.+?)(?:[.!?]\s|[.!?]?$)", re.I | re.S)
 STEP_MATCH_THRESHOLD = 0.5
 """Share of a step's content tokens a tutor message must contain to count as addressing that step."""
@@ -124,7 +116,7 @@ def read_tutor(
     student does not understand junk, and cue words inside it must not earn what a real hint earns.
     """
     own = [problem.question, problem.reference_solution, *(s.text for s in decomposition.steps), *context]
-    if not is_language(_LATEX.sub(" ", message), context_words(own)):
+    if not is_language(message, context_words(own)):
         return TutorMove(legible=False)
     steps = addressed_steps(decomposition, message)
     step = steps[0] if steps else None

@@ -60,3 +60,9 @@ def test_complete_sentences_of_words_are_well_formed(text):
 ])
 def test_cut_broken_or_wordless_turns_are_not_well_formed(text):
     assert not well_formed(text)
+
+
+def test_common_latex_commands_are_notation_and_a_backslash_before_soup_is_still_soup():
+    assert is_language(r"So we take \frac{3}{4} of \sqrt{16}, and \begin{pmatrix} 1 \end{pmatrix} stays.")
+    assert legibility(r"\frac{1}{2} \cdot x") == legibility("{1}{2} x")
+    assert not is_language(r"\xqzv \plmk \frac{1}{2} ok")
