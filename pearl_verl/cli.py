@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
-from pearl_verl import __version__
+from pearl_verl import __version__, out_paths
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import Stopped, raise_on_stop_signals
 from pearl_verl.errors import InputError
@@ -63,6 +63,7 @@ def main(
 def _main(argv: Sequence[str] | None, modules: Sequence[str], prog: str) -> int:
     raise_on_stop_signals()  # SIGTERM/SIGHUP unwind like Ctrl-C, so every child is stopped on the way out
     parser = build_parser(modules, prog)
+    out_paths.begin_parse()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
@@ -74,6 +75,9 @@ def _main(argv: Sequence[str] | None, modules: Sequence[str], prog: str) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    problem = out_paths.clash(vars(args), _spellings(parser, args))
+    if problem:
+        return _report(InputError(problem), 2, args.verbose)
     try:
         return args.handler(args)
     except InputError as exc:
@@ -190,6 +194,20 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-ve
     for module in modules:
         importlib.import_module(module).register(sub)
     return parser
+
+
+def _spellings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """Destination -> how the parsed command's line spells it (``-o/--output``; a positional by its name)."""
+    names: dict[str, str] = {}
+    while parser is not None:
+        chosen = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            elif action.dest not in names:
+                names[action.dest] = "/".join(action.option_strings) or action.dest
+        parser = chosen
+    return names
 
 
 def command_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[

@@ -6,6 +6,10 @@ type refuses, with one ``error:`` line and exit 2 (argparse's own), an empty pat
 reads as the current folder), a folder where a file is meant and a file where a folder is meant,
 and a place nothing can be written to: the nearest existing folder is probed by creating, and at
 once removing, what the command would create there. Nothing is left behind by the check.
+
+Once the whole command line is parsed, :func:`clash` refuses two output flags naming one path (the second
+write would replace the first: ``simulate --out s.json --summary s.json`` lost its per-turn file) and an output
+that is an existing input of the same command (``view s.jsonl -o s.jsonl`` overwrote the dialogues it read).
 """
 
 from __future__ import annotations
@@ -13,9 +17,60 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pearl_verl.ranges import shown
+
+_parsed: list[tuple[object, Path]] = []
+"""(the value a flag's type returned, its path) for every output the command line being parsed names."""
+
+
+def begin_parse() -> None:
+    """Forget the outputs of an earlier command line (one process may parse several, as the tests do)."""
+    _parsed.clear()
+
+
+def clash(values: Mapping[str, Any], names: Mapping[str, str] = {}) -> str | None:  # noqa: B006 (read only)
+    """What is wrong when two outputs of the parsed ``values`` (``vars(args)``) are one path, or an output is an
+    existing file another argument names; None when nothing is. ``names``: how the command line spells each
+    destination (``output`` -> ``-o/--output``, a positional as its name)."""
+    flags = {id(value): names.get(name, "--" + name.replace("_", "-")) for name, value in values.items()}
+    seen: dict[Path, object] = {}
+    for value, path in _parsed:
+        try:
+            where = path.resolve()
+        except (OSError, RuntimeError):  # a link loop: the write will name it; no clash to find here
+            continue
+        if where in seen:
+            return (f"{_flag(flags, seen[where])} and {_flag(flags, value)} name one path, {shown(str(path), limit=None)}: "
+                    "the second write would replace the first; give each output its own path.")
+        seen[where] = value
+    outputs = {id(value) for value, _ in _parsed}
+    for value in values.values():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if id(item) in outputs or not isinstance(item, (str, os.PathLike)) or not str(item):
+                continue
+            where = _existing_file(item)
+            if where in seen:
+                return (f"{_flag(flags, seen[where])} {shown(str(item), limit=None)} is also the command's "
+                        f"input ({_flag(flags, value)}): writing it would destroy what is read; write elsewhere.")
+    return None
+
+
+def _existing_file(item: str | os.PathLike) -> Path | None:
+    """The resolved path of ``item`` when it names an existing file; None for anything else (any text a command
+    takes: an override, a name too long for the file system)."""
+    try:
+        path = Path(item)
+        return path.resolve() if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _flag(flags: Mapping[int, str], value: object) -> str:
+    return flags.get(id(value), "an argument")
 
 
 def output_file(text: str) -> Path:
@@ -26,6 +81,7 @@ def output_file(text: str) -> Path:
     if path.exists() and not os.access(path, os.W_OK):
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} cannot be written (no permission).")
     _check_creatable(path.parent, text)
+    _parsed.append((path, path))
     return path
 
 
@@ -43,12 +99,14 @@ def output_dir(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a file; give a folder.")
     _check_creatable(path, text)
+    _parsed.append((path, path))
     return path
 
 
 def output_dir_text(text: str) -> str:
     """:func:`output_dir` for a setting kept as text (a config dataclass's ``out_dir: str``)."""
-    output_dir(text)
+    path = output_dir(text)
+    _parsed[-1] = (text, path)
     return text
 
 

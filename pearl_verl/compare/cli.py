@@ -99,7 +99,7 @@ def _register_report(commands: argparse._SubParsersAction) -> None:
     report.add_argument("--unit", choices=("vote", "majority"), default="vote", help="what one comparison is")
     report.add_argument("--focal", help="orient every table row from this tutor (default: each pair's tutor a)")
     report.add_argument("--out", type=output_dir, help="directory for compare_report.md, compare_summary.json, votes.jsonl")
-    report.add_argument("--export", type=Path, help="preference pairs JSONL for `pearl-verl eval-rm`")
+    report.add_argument("--export", type=output_file, help="preference pairs JSONL for `pearl-verl eval-rm`")
     report.add_argument(
         "--export-unit", choices=("majority", "annotator"), default="majority", help="one line per pair or per vote"
     )

@@ -31,7 +31,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_judge_flags, add_progress_flag
 from pearl_verl.jsonl import read_text
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
-from pearl_verl.out_paths import output_dir
+from pearl_verl.out_paths import output_dir, output_file
 from pearl_verl.ranges import POSITIVE, SEED
 
 MTB_STYLE_SYSTEM_PROMPT = (
@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     make.add_argument("--make-pairs", type=Path, help="a judged eval-tutor results.jsonl")
     make.add_argument("--pair-tutors", help="TUTOR_A,TUTOR_B")
     make.add_argument("--margins", default="5,15", help="low/medium and medium/high score-gap thresholds (0-100)")
-    make.add_argument("--pairs-out", type=Path, help="where to write the pairs JSONL")
+    make.add_argument("--pairs-out", type=output_file, help="where to write the pairs JSONL")
     add_judge_flags(parser, allow_none=False)
     add_progress_flag(parser)
     parser.set_defaults(handler=run)

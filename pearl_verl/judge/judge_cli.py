@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     sft.add_argument("input", type=Path, help="JSONL: {id, episode, annotations: [judge output, ...]} per line")
     sft.add_argument("-o", "--output", type=output_file, required=True, help="training parquet")
-    sft.add_argument("--val-output", type=Path, help="validation parquet (needs --val-fraction)")
+    sft.add_argument("--val-output", type=output_file, help="validation parquet (needs --val-fraction)")
     sft.add_argument("--val-fraction", type=SHARE.flag, default=0.0, help="share of trajectories for validation")
     sft.add_argument("--max-spread", type=SHARE.flag, default=0.5, help="largest dimension-score range across annotations")
     sft.add_argument("--no-consistency-check", action="store_true", help="keep self-contradictory annotations")

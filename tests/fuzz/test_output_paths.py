@@ -1,8 +1,8 @@
 """Every output flag of every command refuses an unusable path while parsing: one error line, exit 2.
 
 The flags are found by walking the parser ``pearl-verl`` builds (any ``-o``/``--out``/``--out-dir``/
-``--output``/``--cache-dir``/``--summary``), so a new one is covered without editing this file, and it must use
-the one output-path type of :mod:`pearl_verl.out_paths`.
+``--output``/``--cache-dir``/``--summary``/``--val-output``/``--export``/``--pairs-out``), so a new one is
+covered without editing this file, and it must use the one output-path type of :mod:`pearl_verl.out_paths`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from pearl_verl import cli
 from pearl_verl.out_paths import output_dir, output_dir_text, output_file, output_page
 
-NAMES = ("-o", "--out", "--out-dir", "--output", "--cache-dir", "--summary")
+NAMES = ("-o", "--out", "--out-dir", "--output", "--cache-dir", "--summary", "--val-output", "--export", "--pairs-out")
 
 
 def _output_flags():
