@@ -7,7 +7,7 @@ that rewards tutor turns opening with a capital letter (:mod:`pearl_verl.judge.p
 turns are one token long, so the rewarded token is the first of its turn and the one the response
 mask must cover. verl's validation (greedy, the held-out val parquet) before training and at the
 last step must show the probe reward rising by at least 0.3, and the sampled training reward of the last 3 steps
-must average at least 0.5, in each of seeds 0 and 1, run at once in
+must average at least 0.4, in each of seeds 0 and 1, run at once in
 the default suite; seed 2, the third of the documented claim, is marked ``long`` (on a 2-core AVX2
 machine the three at once took 22-25 minutes of CI's 90; two take about two thirds of that). A flipped
 advantage sign, a rollout server that never receives the new weights, or a response mask shifted
@@ -50,10 +50,10 @@ SETTINGS = {
 VAL_KEY = "val-aux/mathdial/reward/mean@1"
 TRAIN_KEY = "critic/rewards/mean"
 LATE_STEPS = 3
-MIN_LATE_TRAINING_REWARD = 0.5
-"""Learning runs end at 0.8-1.0 (docs/training.md); sabotaged ones stay at 0.0-0.2. With the 2,048-token tokenizer a
-seed's greedy held-out reward can start at 0.44-0.56 and move by 0.19 without any learning (no weight sync, seed 2),
-so the many sampled training dialogues are the second witness."""
+MIN_LATE_TRAINING_REWARD = 0.4
+"""Learning runs end at 0.6-1.0 (docs/training.md; 0.6 on vLLM, the slowest to start); sabotaged ones stay at
+0.0-0.2. With the 2,048-token tokenizer a seed's greedy held-out reward can start at 0.44-0.56 and move by 0.19
+without any learning (no weight sync, seed 2), so the many sampled training dialogues are the second witness."""
 
 
 def held_out(out: Path) -> dict[int, float]:
