@@ -44,12 +44,18 @@ turns only (:func:`pearl_verl.dialogue.legible.well_formed`): "check" inside let
 _ABOUT_WORK = re.compile(r"\b(you|your|step|number|answer|got|get)\b", re.I)
 
 
+def tutor_turns(episode: EpisodeRecord) -> list[tuple[int, str, bool]]:
+    """Each tutor turn's index, text and whether it is well-formed (the problem's and the student's words count as
+    words)."""
+    known = context_words([episode.problem.question, *(t.text for t in episode.turns if t.role != TUTOR)])
+    return [(i, t.text, well_formed(t.text, known)) for i, t in enumerate(episode.turns) if t.role == TUTOR]
+
+
 def observables(episode: EpisodeRecord) -> dict[str, float]:
     """The :data:`OBSERVABLES` of one dialogue."""
     f = extract_features(episode)
-    known = context_words([episode.problem.question, *(t.text for t in episode.turns if t.role != TUTOR)])
-    tutor = [(i, t.text) for i, t in enumerate(episode.turns) if t.role == TUTOR]
-    formed = [(i, text) for i, text in tutor if well_formed(text, known)]
+    tutor = tutor_turns(episode)
+    formed = [(i, text) for i, text, ok in tutor if ok]
 
     def share(test: Callable[[int, str], bool]) -> float:
         return sum(test(i, text) for i, text in formed) / len(tutor) if tutor else 0.0

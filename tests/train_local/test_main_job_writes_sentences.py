@@ -11,9 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pearl_verl.dialogue.episode import TUTOR
-from pearl_verl.dialogue.legible import context_words, well_formed
-from pearl_verl.train_local.heldout import read_heldout
+from pearl_verl.train_local.heldout import read_heldout, tutor_turns
 
 MIN_WELL_FORMED = 0.95
 
@@ -27,8 +25,7 @@ def test_held_out_tutor_turns_of_the_main_jobs_kind_of_run_are_sentences_of_word
     evaluations = read_heldout(Path(out) / "heldout.jsonl")
     assert [held.step for _, held in evaluations] == [0, 1]
     for _, held in evaluations:
-        turns = [(t.text, context_words([e.problem.question, *(s.text for s in e.turns if s.role != TUTOR)]))
-                 for e in held.episodes for t in e.turns if t.role == TUTOR]
-        broken = [text for text, known in turns if not well_formed(text, known)]
+        turns = [turn for episode in held.episodes for turn in tutor_turns(episode)]
+        broken = [text for _, text, ok in turns if not ok]
         assert len(turns) >= 60
         assert 1 - len(broken) / len(turns) >= MIN_WELL_FORMED, (held.step, len(turns), broken)
