@@ -3,9 +3,13 @@
 An output path that cannot be written is the user's mistake, and it must show before the work: a
 judge run that fails to write its report after an hour of judging has lost the hour. So the flag's
 type refuses, with one ``error:`` line and exit 2 (argparse's own), an empty path (which ``Path``
-reads as the current folder), a folder where a file is meant and a file where a folder is meant,
-and a place nothing can be written to: the nearest existing folder is probed by creating, and at
-once removing, what the command would create there. Nothing is left behind by the check.
+reads as the current folder), a folder where a file is meant and a file where a folder is meant, a
+name longer than the file system takes, a symbolic link to nothing, an existing file that is not a
+regular file (a FIFO would hang the write after the work; a device would swallow it, or fail, as
+``/dev/full`` does), and a place nothing can be written to: the nearest existing folder is probed by
+creating, and at once removing, what the command would create there. Nothing is left behind by the
+check. Missing folders above an output are created when it is written, and reports are written whole
+(:mod:`pearl_verl.write_whole`).
 
 Once the whole command line is parsed, :func:`clash` refuses two output flags naming one path (the second
 write would replace the first: ``simulate --out s.json --summary s.json`` lost its per-turn file) and an output
@@ -76,8 +80,16 @@ def _flag(flags: Mapping[int, str], value: object) -> str:
 def output_file(text: str) -> Path:
     """A file the command will write (created with its folders, or overwritten / appended to)."""
     path = _nonempty(text, "a file")
+    _check_name_lengths(path, text)
     if text.endswith(("/", os.sep)) or path.is_dir():
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a folder; give a file path.")
+    if path.is_symlink() and not path.exists():
+        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a symbolic link to nothing "
+                                         f"({shown(os.readlink(path), limit=None)}); give a file path.")
+    if path.exists() and not path.is_file():
+        # a FIFO blocks the write until someone reads, a device swallows it or fails after the work (/dev/full)
+        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} exists and is not a regular file (a pipe, "
+                                         "device or socket); give a file path.")
     if path.exists() and not os.access(path, os.W_OK):
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} cannot be written (no permission).")
     _check_creatable(path.parent, text)
@@ -85,17 +97,10 @@ def output_file(text: str) -> Path:
     return path
 
 
-def output_page(text: str) -> Path:
-    """:func:`output_file` that must be a regular file of its own (a page read back later, not ``/dev/null``)."""
-    path = output_file(text)
-    if path.exists() and not path.is_file():
-        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} exists and is not a regular file; give a file path.")
-    return path
-
-
 def output_dir(text: str) -> Path:
     """A folder the command will write into (created when missing; an existing one is kept or resumed)."""
     path = _nonempty(text, "a folder")
+    _check_name_lengths(path, text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a file; give a folder.")
     _check_creatable(path, text)
@@ -123,6 +128,30 @@ def _nonempty(text: str, what: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"the path is empty; give {what}.")
     return Path(text)
+
+
+def _check_name_lengths(path: Path, text: str) -> None:
+    """Each name in ``path`` fits the file system's limit (checked before any other look at the path: the system
+    answers an over-long name with an error, not with "no such file")."""
+    folder = Path(path.anchor or ".")
+    for part in path.parts:
+        candidate = folder / part
+        try:
+            if not candidate.is_dir():
+                break
+        except OSError:
+            break
+        folder = candidate
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > limit:
+            raise argparse.ArgumentTypeError(
+                f"{shown(text, limit=80)}: the name {shown(part, limit=40)} is {size} bytes long; the file system "
+                f"takes names of at most {limit}.")
 
 
 def _check_creatable(folder: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_json
+from pearl_verl.write_whole import write_whole
 
 
 def check_resume(output: Path, settings_path: Path, settings: Mapping[str, Any], pick: str,
@@ -52,5 +53,4 @@ def check_resume(output: Path, settings_path: Path, settings: Mapping[str, Any],
 
 
 def write_settings(settings_path: Path, settings: Mapping[str, Any]) -> None:
-    settings_path.parent.mkdir(parents=True, exist_ok=True)
-    settings_path.write_text(json.dumps(dict(settings), indent=1, default=str), encoding="utf-8")
+    write_whole(settings_path, json.dumps(dict(settings), indent=1, default=str))

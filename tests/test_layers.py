@@ -9,8 +9,8 @@ import pearl_verl
 
 PACKAGE = Path(pearl_verl.__file__).parent
 LAYERS = (
-    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "listen", "config_flags",
-     "run_settings", "resources"},
+    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "write_whole", "listen",
+     "config_flags", "run_settings", "resources"},
     {"llm"},
     {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "config"},
     {"eval", "sft", "compare", "view", "faults", "cluster", "models"},

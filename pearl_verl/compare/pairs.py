@@ -29,6 +29,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.rm import MARGINS
 from pearl_verl.jsonl import read_unique_records
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
+from pearl_verl.write_whole import write_whole
 
 """Dialogues cut short by a backend failure say nothing about the tutor; they are never paired."""
 
@@ -231,12 +232,7 @@ def _pair(
 
 def write_pairs(path: Path, pairs: Sequence[ComparisonPair]) -> None:
     """Write pairs as JSONL (atomically: a kill never leaves half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for pair in pairs:
-            out.write(json.dumps(pair.to_dict(), ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    write_whole(path, (json.dumps(pair.to_dict(), ensure_ascii=False) + "\n" for pair in pairs))
 
 
 def read_pairs(path: Path) -> list[ComparisonPair]:

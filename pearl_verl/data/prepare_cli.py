@@ -31,6 +31,7 @@ from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import SHARE
 from pearl_verl.redact import redact
 from pearl_verl.student.types import ABILITY_LEVELS
+from pearl_verl.write_whole import write_whole
 
 if TYPE_CHECKING:
     from pearl_verl.data.prepare import SourceSpec
@@ -136,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     written = [write_rows(rows[split], args.out_dir / f"{split}.parquet") for split in SPLITS if rows[split]]
     if args.cache_dir is not None:
         report.knowledge = _fill(args, problems_of(rows), endpoint)
-    (args.out_dir / SUMMARY_NAME).write_text(json.dumps(report.to_dict(), indent=1), encoding="utf-8")
+    write_whole(args.out_dir / SUMMARY_NAME, json.dumps(report.to_dict(), indent=1))
     for line in report.lines():
         print(line)
     if report.knowledge is not None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from pearl_verl.errors import InputError
 from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE
+from pearl_verl.write_whole import write_whole
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
         table.update({name: curves(found, args.max_k) for name, found in by_tutor.items()})
     markdown = mathdial_markdown(table, args.max_k)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "mathdial_report.md").write_text(markdown, encoding="utf-8")
+    write_whole(args.out / "mathdial_report.md", markdown)
     summary = {name: {m: [e.to_dict() for e in es] for m, es in data.items()} for name, data in table.items()}
-    (args.out / "mathdial_summary.json").write_text(json.dumps({"max_k": args.max_k, "tutors": summary}, indent=1))
+    write_whole(args.out / "mathdial_summary.json", json.dumps({"max_k": args.max_k, "tutors": summary}, indent=1))
     series = {}
     for name, data in table.items():
         series[f"{name} success"] = [e.scaled(100) for e in data["success"]]

@@ -27,6 +27,7 @@ from pearl_verl.jsonl import read_text
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE, Range
+from pearl_verl.write_whole import write_whole
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -121,9 +122,9 @@ def run(args: argparse.Namespace) -> int:
     metrics = {t: task_metrics(t, [rows[e.id] for e in examples if e.task == t and e.id in rows]) for t in tasks}
     rm_label = rm.name if rm is not None else None
     markdown = mtb_markdown(model_name, metrics, rm_label)
-    (args.out / "mtb_report.md").write_text(markdown, encoding="utf-8")
+    write_whole(args.out / "mtb_report.md", markdown)
     summary = {"model": model_name, "pedagogical_reward_model": rm_label, "tasks": metrics}
-    (args.out / "mtb_summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    write_whole(args.out / "mtb_summary.json", json.dumps(summary, indent=1))
     flagged = sum(m["flagged"] for m in metrics.values())
     print(f"{output}: {len(todo)} examples run now, {len(examples) - len(todo)} already done, {flagged} flagged")
     print(markdown)

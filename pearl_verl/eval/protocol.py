@@ -24,6 +24,7 @@ from pearl_verl.errors import InputError, check_choices
 from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.ranges import SEED, SHARE, Range, check_ranges
 from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
+from pearl_verl.write_whole import write_whole
 
 ABILITIES: tuple[str, ...] = ("balanced", *ABILITY_LEVELS, "all")
 """``balanced``: each item's ability level drawn uniformly; ``low``/``medium``/``high``: that band
@@ -241,10 +242,7 @@ def read_manifest(folder: Path) -> Manifest | None:
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
     """Write the manifest atomically (a kill never leaves half a manifest)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(folder / MANIFEST)
+    write_whole(folder / MANIFEST, json.dumps(manifest.to_dict(), indent=1, ensure_ascii=False))
 
 
 def resolve_manifest(folder: Path, fresh: Manifest) -> Manifest:

@@ -33,6 +33,7 @@ from pearl_verl.jsonl import read_text
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
 from pearl_verl.out_paths import output_dir, output_file
 from pearl_verl.ranges import POSITIVE, SEED
+from pearl_verl.write_whole import write_whole
 
 MTB_STYLE_SYSTEM_PROMPT = (
     "Rate the pedagogical quality of the teacher's responses: good scaffolding, correct and actionable feedback "
@@ -95,10 +96,7 @@ def _make_pairs(args: argparse.Namespace) -> int:
         raise InputError("--make-pairs needs --pair-tutors TUTOR_A,TUTOR_B and --pairs-out FILE.")
     margins = parse_margins(args.margins)
     pairs = pairs_from_results(list(read_tutor_results(args.make_pairs).values()), tutors[0], tutors[1], margins)
-    args.pairs_out.parent.mkdir(parents=True, exist_ok=True)
-    with args.pairs_out.open("w", encoding="utf-8") as out:
-        for pair in pairs:
-            out.write(json.dumps(pair.to_dict(), ensure_ascii=False) + "\n")
+    write_whole(args.pairs_out, (json.dumps(pair.to_dict(), ensure_ascii=False) + "\n" for pair in pairs))
     counts = {m: sum(p.margin == m for p in pairs) for m in ("low", "medium", "high")}
     print(f"{args.pairs_out}: {len(pairs)} pairs ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     return 0
@@ -177,8 +175,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     rows = [r for k, r in read_results(output).items() if k in ids]
     result = agreement(rows)
     markdown = agreement_markdown(scorer.label, result)
-    (args.out / "rm_report.md").write_text(markdown, encoding="utf-8")
-    (args.out / "rm_summary.json").write_text(json.dumps({"reward_model": scorer.label, **result}, indent=1))
+    write_whole(args.out / "rm_report.md", markdown)
+    write_whole(args.out / "rm_summary.json", json.dumps({"reward_model": scorer.label, **result}, indent=1))
     buckets = [m for m in MARGINS if result["by_margin"][m] is not None]
     if result["overall"] is not None:
         estimates = [Estimate(**result["by_margin"][m]).scaled(100) for m in buckets]

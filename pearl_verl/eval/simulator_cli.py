@@ -29,6 +29,7 @@ from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpo
 from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import COUNT, POSITIVE
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
+from pearl_verl.write_whole import write_whole
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -112,10 +113,9 @@ def run(args: argparse.Namespace) -> int:
     for simulator, rates in fallbacks.items():
         summary[simulator]["student_fallbacks"] = rates.to_dict()
     markdown = simulator_markdown(summary, annotator.source)
-    (args.out / "simulator_report.md").write_text(markdown, encoding="utf-8")
-    (args.out / "simulator_summary.json").write_text(
-        json.dumps({"source": annotator.source, "simulators": summary}, indent=1), encoding="utf-8"
-    )
+    write_whole(args.out / "simulator_report.md", markdown)
+    write_whole(args.out / "simulator_summary.json", json.dumps({"source": annotator.source, "simulators": summary},
+                                                                indent=1))
     curves = {
         s: [Estimate(**v["controllability"][b]).scaled(100) for b in ABILITY_LEVELS]
         for s, v in summary.items()

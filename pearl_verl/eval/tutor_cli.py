@@ -48,6 +48,7 @@ from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE
 from pearl_verl.student.config import SIMULATORS
 from pearl_verl.student.fallbacks import MAX_FALLBACK_RATE, FallbackRates, add_fallback_flag
+from pearl_verl.write_whole import write_whole
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -198,8 +199,8 @@ def _report(folder: Path, manifest: Any, print_table: bool, max_fallback_rate: f
     cut_line = cut_replies_line(cut, manifest.protocol.max_tokens)
     if cut_line:
         markdown += f"\n\n{cut_line}."
-    (folder / "report.md").write_text(markdown + "\n", encoding="utf-8")
-    (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    write_whole(folder / "report.md", markdown + "\n")
+    write_whole(folder / "summary.json", json.dumps(summary, indent=1))
     groups = summary["groups"]
     if groups:
         from pearl_verl.stats import Estimate

@@ -40,6 +40,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.scoring import gated_dimension_scores
 from pearl_verl.judge.types import JudgeResult
 from pearl_verl.stats import Estimate, wilson_ci
+from pearl_verl.write_whole import write_whole
 
 SHIPPED = "judge_calibration.jsonl"
 MIN_AGREEMENT = 0.75
@@ -238,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=4, help="pairs of each contrast")
     args = parser.parse_args(argv)
     rows = build_pairs(args.offset, args.count)
-    args.out.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows), encoding="utf-8")
+    write_whole(args.out, (json.dumps(row, sort_keys=True) + "\n" for row in rows))
     print(f"{len(rows)} pairs -> {args.out}")
     return 0
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pearl_verl.judge.config import CPU_JUDGE_NOTES
 from pearl_verl.llm.types import UsageMeter
+from pearl_verl.write_whole import write_whole
 
 
 def finish_check(result: dict[str, Any], judge: Any, backend: str, output: Path | None) -> int:
@@ -29,7 +30,7 @@ def finish_check(result: dict[str, Any], judge: Any, backend: str, output: Path 
     if backend in CPU_JUDGE_NOTES:
         print(f"note: {CPU_JUDGE_NOTES[backend]}")
     if output:
-        output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_whole(output, json.dumps(result, indent=2) + "\n")
     if result["passed"]:
         print(result["verdict"])
         return 0

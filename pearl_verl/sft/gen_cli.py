@@ -36,6 +36,7 @@ from pearl_verl.run_settings import check_resume, write_settings
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
+from pearl_verl.write_whole import write_whole
 
 TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
 JUDGES: tuple[str, ...] = ("none", "offline", "llm")
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
               "student_fallbacks": fallbacks.to_dict(), "structured_output": modes}
     if tutor is not None and hasattr(getattr(tutor, "backend", None), "usage"):
         report["teacher_usage"] = tutor.backend.usage.snapshot()
-    (args.out_dir / SUMMARY_NAME).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    write_whole(args.out_dir / SUMMARY_NAME, json.dumps(report, indent=1))
     print(
         f"this run: generated {stats.generated}, judged {stats.judged_only}, resumed {stats.resumed}, "
         f"backend failures {stats.backend_failures}, crashed {stats.crashed}"

@@ -32,6 +32,7 @@ from pearl_verl.redact import redact
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
 from pearl_verl.student.simulation_runs import ABILITY_CHOICES
+from pearl_verl.write_whole import write_whole
 
 TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")
 TUTOR_MAX_TOKENS = 1024
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     report = format_summary(summary) + (f"\n{mode_note}" if mode_note else "")
     print(report, file=sys.stderr if output.path is None else sys.stdout)
     if args.summary:
-        Path(args.summary).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+        write_whole(args.summary, json.dumps(summary, indent=1))
     failure = failed_run(summary, args.max_fallback_rate)
     if failure is not None:
         print(redact(f"error: {failure}"), file=sys.stderr)

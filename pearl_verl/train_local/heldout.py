@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
+from pearl_verl.dialogue.legible import context_words, well_formed
 from pearl_verl.dialogue.row import dialogue_row
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.dialogue.legible import context_words, well_formed
 from pearl_verl.judge.features import asks_to_recheck, extract_features, praises
 from pearl_verl.stats import mean_ci
 from pearl_verl.train_local.run_outputs import append_metrics, read_metrics
+from pearl_verl.write_whole import write_whole
 
 OBSERVABLES: dict[str, str] = {
     "well_formed": "tutor turns that are complete sentences of words",
@@ -202,8 +203,7 @@ def write_heldout_markdown(path: Path, before: HeldOut, after: HeldOut, count: i
             lines += [f"- **{'tutor' if t.role == TUTOR else 'student'}**: {t.text.strip() or '(empty)'}"
                       for t in held.episodes[i].turns]
             lines.append("")
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return write_whole(path, "\n".join(lines))
 
 
 def append_heldout(path: Path, held: HeldOut, phase: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.write_whole import write_whole
 
 
 def append_metrics(path: Path, metrics: dict[str, Any]) -> None:
@@ -26,11 +27,7 @@ def write_step_dialogues(out: Path, step: int, rows: Sequence[dict[str, Any]]) -
     reads the folder.
     """
     path = out / "dialogues" / f"step_{step:04d}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_whole(path, (json.dumps(row, sort_keys=True) + "\n" for row in rows))
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

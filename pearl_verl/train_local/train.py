@@ -40,6 +40,7 @@ from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read
 from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides
 from pearl_verl.train_local.verl_run import hf_export, validation_overrides
 from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
+from pearl_verl.write_whole import write_whole
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +253,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     roles = served_roles(run.verl_config)
     settings = {"config": asdict(config), "overrides": list(extra_overrides), "served_roles": list(roles),
                 "student_structured_output": student_mode(run.verl_config)}
-    (out / "config.json").write_text(json.dumps(settings, indent=1))
+    write_whole(out / "config.json", json.dumps(settings, indent=1))
     metrics_path, heldout_path = out / "metrics.jsonl", out / "heldout.jsonl"
     start = latest_checkpoint(out) if resume else 0
     cold = finished_cold_start(out) if resume and not start and config.cold_start_steps else None
@@ -356,9 +357,7 @@ def _copy_dialogues(out: Path, step: int) -> None:
 
 
 def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows), encoding="utf-8")
-    tmp.replace(path)
+    write_whole(path, (json.dumps(row, sort_keys=True) + "\n" for row in rows))
 
 
 def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]], rows: list[dict[str, Any]],
@@ -376,5 +375,5 @@ def _write_summary(out: Path, evaluations: list[tuple[str, HeldOut]], rows: list
         write_heldout_markdown(out / "dialogues.md", before, after)
     lines += role_lines(role_rates(rows, roles))
     if lines:
-        (out / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_whole(out / "summary.txt", "\n".join(lines) + "\n")
 

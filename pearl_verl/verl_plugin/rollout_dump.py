@@ -23,6 +23,7 @@ from pearl_verl.dialogue.row import dialogue_row
 from pearl_verl.judge.reward_info import reward_score
 from pearl_verl.verl_plugin.advantage_step import reward_info_of
 from pearl_verl.verl_plugin.names import EPISODE_KEY
+from pearl_verl.write_whole import write_whole
 
 MAX_TURN_CHARS = 8_000
 
@@ -51,10 +52,8 @@ def _judged(step: int, uid: str, extra: Any, info: dict[str, Any]) -> dict[str, 
 
 def write_dump(folder: str | Path, step: int, rows: Sequence[Mapping[str, Any]]) -> Path:
     """``folder/<step>.pearl.jsonl``."""
-    path = Path(folder) / f"{step}.pearl.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row, sort_keys=True, default=float) + "\n" for row in rows), encoding="utf-8")
-    return path
+    return write_whole(Path(folder) / f"{step}.pearl.jsonl",
+                       (json.dumps(row, sort_keys=True, default=float) + "\n" for row in rows))
 
 
 def _bounded(episode: Mapping[str, Any]) -> dict[str, Any]:

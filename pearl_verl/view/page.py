@@ -28,6 +28,7 @@ from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.view.records import FLAGS, Reading
+from pearl_verl.write_whole import write_whole
 
 ASSETS = Path(__file__).resolve().parent
 MAX_DIALOGUES = 10_000
@@ -68,21 +69,13 @@ def write_page(records: Sequence[dict[str, Any]] | Reading, path: Path, **kwargs
     """:func:`build_page` written to ``path`` (a :class:`Reading` brings its skipped rows along).
 
     Raises:
-        OSError: when ``path`` cannot be written; a file this call created is removed again, so a
-            failed write leaves no half page behind.
+        OSError: when ``path`` cannot be written; it is written whole (:func:`~pearl_verl.write_whole.write_whole`),
+            so a failed write leaves no half page behind and an earlier page as it was.
     """
     if isinstance(records, Reading):
         kwargs.setdefault("skipped", records.skipped)
         records = records.records
-    page = build_page(records, **kwargs).encode("utf-8")
-    existed = path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.write_bytes(page)
-    except OSError:
-        if not existed and path.is_file():
-            path.unlink()
-        raise
+    write_whole(path, build_page(records, **kwargs))
     return path
 
 

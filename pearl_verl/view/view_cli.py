@@ -15,7 +15,7 @@ from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.listen import listening_socket
-from pearl_verl.out_paths import output_page
+from pearl_verl.out_paths import output_file
 from pearl_verl.ranges import PORT, POSITIVE
 from pearl_verl.view.page import MAX_DIALOGUES
 
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "GSPO group side by side, the same held-out problem early and late, and flags for what to read first.",
     )
     parser.add_argument("paths", nargs="+", type=Path, help="folders or JSONL files (any mix)")
-    parser.add_argument("-o", "--output", type=output_page, default="view.html", help="the page (default: view.html)")
+    parser.add_argument("-o", "--output", type=output_file, default="view.html", help="the page (default: view.html)")
     parser.add_argument("--title", help="the page's title (default: the paths)")
     parser.add_argument("--max-dialogues", type=POSITIVE.flag, default=MAX_DIALOGUES,
                         help="beyond this many, every flagged dialogue and a fixed random sample of the rest "

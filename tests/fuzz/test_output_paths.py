@@ -7,12 +7,13 @@ covered without editing this file, and it must use the one output-path type of :
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from pearl_verl import cli
-from pearl_verl.out_paths import output_dir, output_dir_text, output_file, output_page
+from pearl_verl.out_paths import output_dir, output_dir_text, output_file
 
 NAMES = ("-o", "--out", "--out-dir", "--output", "--cache-dir", "--summary", "--val-output", "--export", "--pairs-out")
 
@@ -27,7 +28,7 @@ def _output_flags():
 
 
 FLAGS = _output_flags()
-FILE_TYPES, DIR_TYPES = {output_file, output_page}, {output_dir, output_dir_text}
+FILE_TYPES, DIR_TYPES = {output_file}, {output_dir, output_dir_text}
 
 
 def test_every_output_flag_has_the_output_path_type():
@@ -46,9 +47,19 @@ def _bad_paths(tmp_path: Path, kind) -> dict[str, tuple[str, str]]:
         "under a file": (str(a_file / "x"), "is a file, not a folder"),
         "nowhere to create": ("/proc/pearl-nope/x", "takes no new file or folder"),
     }
+    long_name = "n" * 300
+    bad["a name over the file system's limit"] = (str(tmp_path / long_name / "x"), "bytes long; the file system takes")
     if kind in FILE_TYPES:
         bad["a folder"] = (str(tmp_path), "is a folder; give a file path")
         bad["trailing slash"] = (str(tmp_path / "new") + "/", "is a folder; give a file path")
+        bad["an over-long file name"] = (str(tmp_path / long_name), "bytes long; the file system takes")
+        dangling = tmp_path / "dangling.json"
+        dangling.symlink_to(tmp_path / "no-such-target.json")
+        bad["a dangling link"] = (str(dangling), "is a symbolic link to nothing")
+        fifo = tmp_path / "a-fifo"
+        os.mkfifo(fifo)
+        bad["a FIFO"] = (str(fifo), "is not a regular file")
+        bad["a device"] = ("/dev/full", "is not a regular file")
     else:
         bad["a file"] = (str(a_file), "is a file; give a folder")
     return bad
