@@ -18,8 +18,9 @@ The rule, token by token (a token is a run of ``[A-Za-z0-9_+/=.-]``; anything el
   least :data:`MIN_ENTROPY` bits per character.
 
 Besides the shapes, every key the program itself took from an environment variable
-(:func:`remember_secret`, called by the LLM client) is replaced wherever it occurs, whatever it
-looks like: a server that echoes it back in an error body cannot bring it into a message.
+(:func:`remember_secret`, called by the LLM client before its first request) is replaced wherever it
+occurs, whatever it looks like, and so are its URL-encoded and JSON-escaped forms (:func:`echoed_forms`):
+a server that echoes it back in an error body cannot bring it into a message.
 :class:`RedactingStream` puts ``pearl-verl``'s stdout and stderr behind that replacement.
 
 Deliberately not secret (they fill ordinary messages): file paths, URLs such as
@@ -33,10 +34,12 @@ key is caught only by a known prefix) and UUID-like run ids (hex groups joined b
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections import Counter
 from typing import Any, TextIO
+from urllib.parse import quote, quote_plus
 
 PLACEHOLDER = "<redacted: looks like an API key>"
 
@@ -74,7 +77,8 @@ MIN_CAMEL_WORD_LEN = 3.5
 
 MIN_REMEMBERED_LEN = 8
 """Shorter values are not remembered: replacing every ``abc`` of a text would garble it, and no provider
-issues keys that short."""
+issues keys that short. The LLM client refuses such a key with one line (``llm/client.py``) rather than send
+a key it could not keep out of its messages."""
 
 _REMEMBERED: set[str] = set()
 
@@ -86,7 +90,15 @@ def remember_secret(value: str) -> None:
     it back (a 401 body repeating the ``Authorization`` header) cannot bring it into a message.
     """
     if len(value) >= MIN_REMEMBERED_LEN:
-        _REMEMBERED.add(value)
+        _REMEMBERED.update(echoed_forms(value))
+
+
+def echoed_forms(value: str) -> set[str]:
+    """``value`` as a server may echo it: as given, URL-encoded (a query string, ``%2F`` for ``/``, ``+`` or
+    ``%20`` for a space) and JSON-escaped (``\\/`` for ``/`` too, as some servers write it)."""
+    escaped = json.dumps(value)[1:-1]
+    return {value, quote(value), quote(value, safe=""), quote_plus(value, safe=""), escaped,
+            escaped.replace("/", "\\/")}
 
 
 def looks_secret(value: str) -> bool:

@@ -47,7 +47,7 @@ from pearl_verl.llm.types import (
     UsageMeter,
     check_api_key_env,
 )
-from pearl_verl.redact import redact, remember_secret
+from pearl_verl.redact import MIN_REMEMBERED_LEN, redact, remember_secret
 
 logger = logging.getLogger(__name__)
 
@@ -309,7 +309,13 @@ def _api_key(env_name: str | None) -> str:
             f"api_key_env={env_name!r} names an environment variable that is not set; export it, or set "
             "api_key_env to null for a vllm serve endpoint started without --api-key."
         )
-    remember_secret(key)  # a server may echo it back in an error body
+    if len(key) < MIN_REMEMBERED_LEN:
+        raise InputError(
+            f"the key in {env_name} is {len(key)} characters long; a key under {MIN_REMEMBERED_LEN} cannot be kept out "
+            "of messages (its every occurrence in a text would be replaced); start the server with a longer "
+            "--api-key, or set api_key_env to null for a server started without one."
+        )
+    remember_secret(key)  # before the first request: a server may echo it back in an error body
     return key
 
 

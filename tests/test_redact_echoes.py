@@ -1,0 +1,37 @@
+"""A key taken from the environment is redacted in the forms a server echoes it in, and a key too short to
+redact is refused before the first request."""
+
+import json
+from urllib.parse import quote, quote_plus
+
+import pytest
+
+from pearl_verl.errors import InputError
+from pearl_verl.llm.client import _api_key
+from pearl_verl.redact import PLACEHOLDER, redact, remember_secret
+
+KEY = "Zx9/Qw3+Lm 7\"Tk&Rv=Pq"
+
+
+@pytest.mark.parametrize("echo", [
+    KEY,
+    quote(KEY, safe=""),  # a query string: /, +, space, " and & encoded
+    quote(KEY),  # a path: / kept
+    quote_plus(KEY, safe=""),  # a form body: a space as +
+    json.dumps(KEY)[1:-1],  # a JSON string
+    json.dumps(KEY)[1:-1].replace("/", "\\/"),  # a JSON string with / escaped, as PHP writes it
+], ids=["as given", "url-encoded", "url path", "form-encoded", "json", "json with \\/"])
+def test_every_form_a_server_echoes_is_redacted(echo):
+    remember_secret(KEY)
+    said = redact(f'401: {{"error": "invalid key {echo}"}} in ?api_key={echo}&x=1')
+    assert said.count(PLACEHOLDER) == 2 and "Zx9" not in said and "Rv" not in said
+
+
+def test_a_key_too_short_to_redact_is_refused_naming_the_variable_not_the_value(monkeypatch):
+    monkeypatch.setenv("PEARL_TEST_SHORT_KEY", "abc123")
+    with pytest.raises(InputError) as refused:
+        _api_key("PEARL_TEST_SHORT_KEY")
+    message = str(refused.value)
+    assert "PEARL_TEST_SHORT_KEY is 6 characters long" in message and "abc123" not in message
+    monkeypatch.setenv("PEARL_TEST_SHORT_KEY", "abcd1234")
+    assert _api_key("PEARL_TEST_SHORT_KEY") == "abcd1234" and redact("echo abcd1234") == f"echo {PLACEHOLDER}"
