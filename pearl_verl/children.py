@@ -5,9 +5,10 @@ own, so that stopping it reaches everything it started: every process of that se
 (verl and Ray shut down on it), then SIGTERM, then SIGKILL, each after a grace period. The session, not
 the process group: Ray starts each worker (verl's trainer task, its actors, the rollout server) in a
 process group of its own, and a worker whose raylet is gone takes a while to notice and exit. That
-happens on every way out of the ``with`` block, an exception, Ctrl-C, and SIGTERM or SIGHUP to the command
-itself: :func:`raise_on_stop_signals` turns those two into :class:`Stopped`, so the same ``finally``
-runs for a batch scheduler's or ``timeout``'s stop as for an error.
+happens on every way out of the ``with`` block, an exception, and SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGQUIT to
+the command itself: :func:`raise_on_stop_signals` turns those into :class:`Stopped`, so the same ``finally``
+runs for a batch scheduler's or ``timeout``'s stop as for an error, and a second signal during the stop is
+ignored rather than allowed to cut it short.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+"""One stop for all: Ctrl-C, a batch scheduler's or ``timeout``'s SIGTERM, a closed terminal's SIGHUP and Ctrl-\\
+(SIGQUIT, whose default would end the command at once and leave its children running) all unwind the same way."""
 STOP_GRACE_S = 5.0
 """How long a child's group has after SIGINT, and again after SIGTERM. Short: verl saves nothing on
 either (its checkpoints are what a resumed run starts from), and Ray's actors keep training after
@@ -39,18 +42,28 @@ class Stopped(SystemExit):
         return f"stopped by {signal.Signals(self.signum).name}"
 
 
-def raise_on_stop_signals() -> None:
-    """From now on SIGTERM and SIGHUP raise :class:`Stopped` in the main thread (elsewhere: no change)."""
+def raise_on_stop_signals() -> dict[int, Any]:
+    """From now on each of :data:`STOP_SIGNALS` raises :class:`Stopped` in the main thread (elsewhere: no change).
+
+    Returns:
+        the handlers it replaced, for :func:`restore_signals` (none off the main thread).
+    """
     if threading.current_thread() is not threading.main_thread():
-        return
+        return {}
 
     def handler(signum: int, _frame: Any) -> None:
-        for each in STOP_SIGNALS:  # a second signal while cleaning up must not cut the cleanup short
+        for each in STOP_SIGNALS:  # a second signal while cleaning up must not cut the cleanup or its escalation short
             signal.signal(each, signal.SIG_IGN)
         raise Stopped(signum)
 
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, handler)
+    return {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+
+
+def restore_signals(previous: dict[int, Any]) -> None:
+    """Put back the handlers :func:`raise_on_stop_signals` replaced (a command run inside another program, as the
+    tests run it, leaves that program's Ctrl-C as it found it)."""
+    for signum, handler in previous.items():
+        signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from pearl_verl import __version__, out_paths
 from pearl_verl.advantage.failure_guard import TrainingStalled
-from pearl_verl.children import Stopped, raise_on_stop_signals
+from pearl_verl.children import Stopped, raise_on_stop_signals, restore_signals
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import shown
 from pearl_verl.redact import RedactingStream, redact
@@ -54,14 +54,15 @@ def main(
     _printable_streams()
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = (s if isinstance(s, RedactingStream) else RedactingStream(s) for s in streams)
+    handlers = raise_on_stop_signals()  # every stop signal unwinds alike, so every child is stopped on the way out
     try:
         return _main(argv, modules, prog)
     finally:
+        restore_signals(handlers)
         sys.stdout, sys.stderr = streams
 
 
 def _main(argv: Sequence[str] | None, modules: Sequence[str], prog: str) -> int:
-    raise_on_stop_signals()  # SIGTERM/SIGHUP unwind like Ctrl-C, so every child is stopped on the way out
     parser = build_parser(modules, prog)
     out_paths.begin_parse()
     args = parser.parse_args(argv)

@@ -6,10 +6,36 @@ host that is no address ends the command before it reads a file or prints "servi
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import shown
+
+
+def bare_host(host: str) -> str:
+    """``host`` without the brackets of a URL's IPv6 literal (``[::1]`` -> ``::1``): both spellings are accepted."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def http_url(host: str, port: int) -> str:
+    """The URL a browser opens for a server on ``host``:``port``; an IPv6 literal goes in brackets
+    (``http://[::1]:8000/``: ``http://::1:8000/`` is no URL)."""
+    name = bare_host(host)
+    return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` resolves to is this machine's own (127.0.0.0/8, ::1): a name is judged by
+    what it resolves to, not by how it is spelled. A name that does not resolve is not loopback."""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(bare_host(host), None, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError):
+        return False
+    try:
+        return bool(addresses) and all(ipaddress.ip_address(a.split("%", 1)[0]).is_loopback for a in addresses)
+    except ValueError:
+        return False
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -20,7 +46,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
             ``--port`` for a port that is taken or not this user's to take.
     """
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+        family, kind, proto, _, address = socket.getaddrinfo(bare_host(host), port, type=socket.SOCK_STREAM,
                                                              flags=socket.AI_PASSIVE)[0]
     except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError; idna refuses some names
         raise InputError(f"--host {shown(host)} is no address to listen on ({getattr(exc, 'strerror', None) or exc})."

@@ -76,7 +76,7 @@ COMMAND = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT], ids=lambda s: s.name)
 def test_a_stop_signal_to_the_command_stops_its_children(signum, processes_with):
     marker = f"mark{uuid.uuid4().hex}"
     proc = subprocess.Popen([sys.executable, "-c", COMMAND, marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -86,10 +86,28 @@ def test_a_stop_signal_to_the_command_stops_its_children(signum, processes_with)
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
     assert processes_with(name=marker) == []
-    if signum == signal.SIGINT:  # Ctrl-C: Python's own KeyboardInterrupt, the same cleanup
-        assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in stderr
-    else:
-        assert proc.returncode == 128 + signum and stdout.strip() == f"stopped by {signal.Signals(signum).name}"
+    # one stop for every signal: Ctrl-C and Ctrl-\\ too, no KeyboardInterrupt traceback, no core dump
+    assert proc.returncode == 128 + signum and stdout.strip() == f"stopped by {signal.Signals(signum).name}"
+    assert "Traceback" not in stderr
+
+
+def test_a_second_signal_during_the_stop_neither_interrupts_it_nor_skips_its_escalation(processes_with):
+    marker = f"mark{uuid.uuid4().hex}"
+    # the child ignores SIGINT, so the stop must wait out the grace and go on to SIGTERM
+    command = COMMAND.replace('"exec -a " + sys.argv[1] + " sleep 300"',
+                              '"trap \'\' INT; exec -a " + sys.argv[1] + " sleep 300"')
+    proc = subprocess.Popen([sys.executable, "-c", command, marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert proc.stdout.readline().strip() == "started"
+    _wait_for(lambda: processes_with(name=marker))
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1.5)  # inside the grace after the child's SIGINT
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGQUIT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and stdout.strip() == "stopped by SIGTERM"
+    assert "Traceback" not in stderr and processes_with(name=marker) == []
 
 
 def test_stopped_exits_as_a_shell_reports_a_signal():

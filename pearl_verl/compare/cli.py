@@ -22,15 +22,20 @@ See docs/compare.md.
 from __future__ import annotations
 
 import argparse
-import ipaddress
+import contextlib
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+from pearl_verl.children import STOP_SIGNALS
 from pearl_verl.errors import InputError
-from pearl_verl.listen import listening_socket
+from pearl_verl.listen import http_url, is_loopback, listening_socket
 from pearl_verl.out_paths import output_dir, output_file
 from pearl_verl.ranges import PORT, POSITIVE, SEED
+from pearl_verl.write_whole import write_whole
 
 DEFAULT_DB_URL = "sqlite:///compare.db"
 
@@ -159,7 +164,7 @@ def run_serve(args: argparse.Namespace) -> int:
     total = len(store.pairs())
     if total == 0:
         raise InputError("the study holds no pairs; pass --pairs FILE (from `pearl-verl compare build-pairs`).")
-    if not _loopback(args.host):
+    if not is_loopback(args.host):
         print(
             f"warning: binding {args.host} makes the study reachable from other machines; serve it behind HTTPS "
             "(a reverse proxy) and pass --secure-cookies, or access codes travel in clear text.",
@@ -168,21 +173,39 @@ def run_serve(args: argparse.Namespace) -> int:
     sock = listening_socket(args.host, args.port)  # before "serving ...": a taken port is one error line
     print(
         f"serving {total} pairs ({new} new) to {len(store.annotators())} annotators on "
-        f"http://{args.host}:{sock.getsockname()[1]}/ (Ctrl-C stops; votes are saved as they are cast)",
+        f"{http_url(args.host, sock.getsockname()[1])} (Ctrl-C stops; votes are saved as they are cast)",
         flush=True,
     )
-    server = uvicorn.Server(uvicorn.Config(create_app(store, args.secure_cookies), log_level="warning"))
+    server = _server_class()(uvicorn.Config(create_app(store, args.secure_cookies), log_level="warning"))
     server.run(sockets=[sock])
     return 0
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def _server_class() -> type:
+    """uvicorn's server, stopping gracefully on every stop signal of the command (:data:`STOP_SIGNALS`).
+
+    uvicorn handles SIGINT and SIGTERM itself, then raises the signal again once it has shut down, so the command
+    ends with its one "stopped by" line; SIGHUP or SIGQUIT would cut into its loop with a traceback. This class
+    hands those to uvicorn's own handler too.
+    """
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                if threading.current_thread() is not threading.main_thread():
+                    yield
+                    return
+                extra = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS
+                         if signal.getsignal(sig) != self.handle_exit}
+                try:
+                    yield
+                finally:  # before uvicorn raises what it caught: the command's own handlers take it
+                    for sig, handler in extra.items():
+                        signal.signal(sig, handler)
+
+    return Server
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -194,12 +217,9 @@ def run_report(args: argparse.Namespace) -> int:
     markdown, summary = build_report(votes, args.unit, args.focal)
     print(markdown)
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "compare_report.md").write_text(markdown + "\n", encoding="utf-8")
-        (args.out / "compare_summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-        with (args.out / "votes.jsonl").open("w", encoding="utf-8") as out:
-            for vote in votes:
-                out.write(json.dumps(vote.to_dict(), ensure_ascii=False) + "\n")
+        write_whole(args.out / "compare_report.md", markdown + "\n")
+        write_whole(args.out / "compare_summary.json", json.dumps(summary, indent=1))
+        write_whole(args.out / "votes.jsonl", (json.dumps(vote.to_dict(), ensure_ascii=False) + "\n" for vote in votes))
         print(
             f"wrote {args.out / 'compare_report.md'}, {args.out / 'compare_summary.json'}, {args.out / 'votes.jsonl'}"
         )
@@ -210,10 +230,7 @@ def run_report(args: argparse.Namespace) -> int:
                 f"no vote can be exported for eval-rm (left out: {dict(skipped)}); it needs decided votes on pairs "
                 "with a margin bucket (build pairs from a judged eval-tutor run)."
             )
-        args.export.parent.mkdir(parents=True, exist_ok=True)
-        with args.export.open("w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_whole(args.export, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
         left_out = ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"
         print(f"{args.export}: {len(rows)} preference pairs for eval-rm (left out: {left_out})")
     return 0

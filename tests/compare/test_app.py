@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 
 from pearl_verl.cli import build_parser, main
 from pearl_verl.compare.app import create_app
-from pearl_verl.compare.cli import _loopback
 from pearl_verl.compare.order import left_side
 from pearl_verl.compare.pairs import read_pairs
 from pearl_verl.compare.store import Store, hash_token
+from pearl_verl.listen import http_url, is_loopback
 
 
 @pytest.fixture
@@ -144,8 +144,27 @@ def test_security_headers_and_cookie(study):
 def test_serve_binds_loopback_by_default():
     args = build_parser().parse_args(["compare", "serve"])
     assert args.host == "127.0.0.1" and args.db_url == "sqlite:///compare.db"
-    assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("localhost")
-    assert not _loopback("0.0.0.0") and not _loopback("192.168.1.5") and not _loopback("example.org")
+
+
+@pytest.mark.parametrize(("host", "loopback", "url"), [
+    ("127.0.0.1", True, "http://127.0.0.1:8/"), ("127.0.0.2", True, "http://127.0.0.2:8/"),
+    ("localhost", True, "http://localhost:8/"), ("::1", True, "http://[::1]:8/"), ("[::1]", True, "http://[::1]:8/"),
+    ("0.0.0.0", False, "http://0.0.0.0:8/"), ("::", False, "http://[::]:8/"), ("192.168.1.5", False, "http://192.168.1.5:8/"),
+    ("no-such-host.invalid", False, "http://no-such-host.invalid:8/"),
+])
+def test_the_exposure_warning_follows_the_address_and_ipv6_urls_are_bracketed(host, loopback, url):
+    # a name is judged by what it resolves to ("localhost"); one that resolves to nothing is not this machine
+    assert is_loopback(host) is loopback and http_url(host, 8) == url
+
+
+def test_serve_on_ipv6_loopback_announces_a_url_and_warns_of_nothing(study, tmp_path, capsys, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: None)  # the announcement is under test, not uvicorn
+    db = f"sqlite:///{tmp_path / 'study.db'}"
+    assert main(["compare", "serve", "--db-url", db, "--host", "[::1]", "--port", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning" not in err and re.search(r"on http://\[::1\]:\d+/ ", out), (out, err)
 
 
 def test_serve_needs_pairs(tmp_path, capsys):
@@ -261,7 +280,8 @@ def test_serve_refuses_a_taken_port_and_an_unusable_host_in_one_line_before_serv
         assert err.strip().splitlines()[-1].startswith("error: --host ") and "is no address to listen on" in err
 
 
-def test_sigterm_stops_the_study_server_with_one_line(study, tmp_path):
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"])
+def test_a_stop_signal_stops_the_study_server_with_one_line(study, tmp_path, signum):
     import signal
     import subprocess
     import sys
@@ -281,6 +301,7 @@ def test_sigterm_stops_the_study_server_with_one_line(study, tmp_path):
         except OSError:
             assert time.monotonic() < deadline
             time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.Signals[signum])  # Ctrl-C included, which the banner names: no uvicorn traceback
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "pearl-verl compare: stopped by SIGTERM", err
+    assert proc.returncode == 128 + signal.Signals[signum] and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == f"pearl-verl compare: stopped by {signum}", err

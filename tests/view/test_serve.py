@@ -147,16 +147,18 @@ def _start(argv):
                             stderr=subprocess.PIPE, text=True)
 
 
-def test_sigterm_stops_the_page_server_with_one_line_and_frees_its_port(run_folder, tmp_path):
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"])
+def test_a_stop_signal_stops_the_page_server_with_one_line_and_frees_its_port(run_folder, tmp_path, signum):
     import signal
 
     proc = _start(["view", str(run_folder), "-o", str(tmp_path / "view.html"), "--serve"])
     lines = [proc.stdout.readline(), proc.stdout.readline()]
     port = int(lines[-1].split("http://127.0.0.1:")[1].split("/")[0])
     assert ask(port, "GET", "/")[0] == 200
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.Signals[signum])
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "pearl-verl view: stopped by SIGTERM", err
+    assert proc.returncode == 128 + signal.Signals[signum] and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == f"pearl-verl view: stopped by {signum}", err
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
         pass
 
