@@ -61,6 +61,7 @@ def test_judge_check_writes_its_report_into_a_folder_that_did_not_exist(tmp_path
 
 def test_simulate_writes_its_summary_into_a_folder_that_did_not_exist(tmp_path, capsys):
     summary = tmp_path / "sums" / "a.json"
-    code = cli.main(["simulate", str(SHIPPED_MATHDIAL), "--limit", "1", "--max-turns", "2", "--out", str(tmp_path / "turns.jsonl"), "--summary", str(summary)])
+    code = cli.main(["simulate", str(SHIPPED_MATHDIAL), "--limit", "1", "--max-turns", "2",
+                     "--out", str(tmp_path / "turns.jsonl"), "--summary", str(summary)])
     capsys.readouterr()
     assert code == 0 and json.loads(summary.read_text())["dialogues"] >= 1

@@ -149,7 +149,8 @@ def test_serve_binds_loopback_by_default():
 @pytest.mark.parametrize(("host", "loopback", "url"), [
     ("127.0.0.1", True, "http://127.0.0.1:8/"), ("127.0.0.2", True, "http://127.0.0.2:8/"),
     ("localhost", True, "http://localhost:8/"), ("::1", True, "http://[::1]:8/"), ("[::1]", True, "http://[::1]:8/"),
-    ("0.0.0.0", False, "http://0.0.0.0:8/"), ("::", False, "http://[::]:8/"), ("192.168.1.5", False, "http://192.168.1.5:8/"),
+    ("0.0.0.0", False, "http://0.0.0.0:8/"), ("::", False, "http://[::]:8/"),
+    ("192.168.1.5", False, "http://192.168.1.5:8/"),
     ("no-such-host.invalid", False, "http://no-such-host.invalid:8/"),
 ])
 def test_the_exposure_warning_follows_the_address_and_ipv6_urls_are_bracketed(host, loopback, url):
