@@ -5,7 +5,8 @@ the text), the target keeps what it held before, or does not exist, and the temp
 file, never an earlier run's report destroyed by a failed one. The rename is atomic because the temporary file is
 in the target's own folder, on the same file system. The folders above the target are created (the output flags'
 type checked at parse that they can be). A symbolic link is followed: the file it points to is replaced, not the
-link.
+link. Every key the program took from the environment (:func:`~pearl_verl.redact.remember_secret`) is redacted
+from what is written, as from what it prints.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from pearl_verl.redact import redact_remembered
 
 
 def write_whole(path: str | os.PathLike[str], text: str | Iterable[str]) -> Path:
@@ -30,10 +33,11 @@ def write_whole(path: str | os.PathLike[str], text: str | Iterable[str]) -> Path
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name[:200]}.", suffix=".part", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
+            # a key the program took from the environment never reaches a file, whatever echoed it (a judge's reply)
             if isinstance(text, str):
-                out.write(text)
+                out.write(redact_remembered(text))
             else:
-                out.writelines(text)
+                out.writelines(redact_remembered(piece) for piece in text)
         os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:

@@ -3,11 +3,13 @@
 import json
 import os
 import stat
+from urllib.parse import quote
 
 import pytest
 
 from pearl_verl import cli
 from pearl_verl.data.location import SHIPPED_MATHDIAL
+from pearl_verl.redact import PLACEHOLDER, remember_secret
 from pearl_verl.write_whole import write_whole
 
 
@@ -65,3 +67,10 @@ def test_simulate_writes_its_summary_into_a_folder_that_did_not_exist(tmp_path, 
                      "--out", str(tmp_path / "turns.jsonl"), "--summary", str(summary)])
     capsys.readouterr()
     assert code == 0 and json.loads(summary.read_text())["dialogues"] >= 1
+
+
+def test_a_remembered_key_never_reaches_a_report(tmp_path):
+    key = "Qw7/Zr4+Kp9xLm2Tv8Ns"
+    remember_secret(key)
+    report = write_whole(tmp_path / "judge_check.json", json.dumps({"reply": f"my key is {key}", "url": quote(key)}))
+    assert "Qw7" not in report.read_text() and report.read_text().count(PLACEHOLDER) == 2
