@@ -7,7 +7,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.client import _api_key
+from pearl_verl.llm.client import api_key
 from pearl_verl.redact import PLACEHOLDER, redact, remember_secret
 
 KEY = "Zx9/Qw3+Lm 7\"Tk&Rv=Pq"
@@ -30,8 +30,22 @@ def test_every_form_a_server_echoes_is_redacted(echo):
 def test_a_key_too_short_to_redact_is_refused_naming_the_variable_not_the_value(monkeypatch):
     monkeypatch.setenv("PEARL_TEST_SHORT_KEY", "abc123")
     with pytest.raises(InputError) as refused:
-        _api_key("PEARL_TEST_SHORT_KEY")
+        api_key("PEARL_TEST_SHORT_KEY")
     message = str(refused.value)
     assert "PEARL_TEST_SHORT_KEY is 6 characters long" in message and "abc123" not in message
     monkeypatch.setenv("PEARL_TEST_SHORT_KEY", "abcd1234")
-    assert _api_key("PEARL_TEST_SHORT_KEY") == "abcd1234" and redact("echo abcd1234") == f"echo {PLACEHOLDER}"
+    assert api_key("PEARL_TEST_SHORT_KEY") == "abcd1234" and redact("echo abcd1234") == f"echo {PLACEHOLDER}"
+
+
+def test_doctor_cluster_remembers_the_key_before_the_server_lists_its_models(monkeypatch):
+    import asyncio
+
+    from pearl_verl.llm.local_server import LocalChatServer
+    from pearl_verl.redact import redact_remembered
+    from pearl_verl.verl_plugin.cluster_checks import _served_models
+
+    key = "Hv4kQ9zX2mLp7Rt3Wn8Y"
+    monkeypatch.setenv("PEARL_TEST_LISTED_KEY", key)
+    with LocalChatServer(lambda body: "{}", model=key) as server:  # a server that lists the key as a model
+        served = asyncio.run(_served_models(server.base_url, "PEARL_TEST_LISTED_KEY"))
+    assert served == [key] and redact_remembered(f"served: {served}") == f"served: ['{PLACEHOLDER}']"

@@ -108,7 +108,7 @@ class OpenAIChatClient:
         self.sampling = sampling or SamplingConfig()
         self.usage = UsageMeter()
         self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Authorization": f"Bearer {_api_key(endpoint.api_key_env)}", "Content-Type": "application/json"}
+        self._headers = {"Authorization": f"Bearer {api_key(endpoint.api_key_env)}", "Content-Type": "application/json"}
         self._rng = random.Random(seed)
         self._mode = None if endpoint.structured_output == "auto" else endpoint.structured_output
         self.usage.structured_output = self._mode
@@ -299,7 +299,13 @@ async def _close_on_shutdown(session: aiohttp.ClientSession) -> AsyncIterator[No
         await session.close()
 
 
-def _api_key(env_name: str | None) -> str:
+def api_key(env_name: str | None) -> str:
+    """The key in the environment variable ``env_name`` (a placeholder for None), remembered for redaction before
+    any request carries it.
+
+    Raises:
+        InputError: the name looks like a pasted key, the variable is not set, or its key is too short to redact.
+    """
     if env_name is None:
         return PLACEHOLDER_API_KEY
     check_api_key_env(env_name)  # before the message below repeats the name: it may be a pasted key

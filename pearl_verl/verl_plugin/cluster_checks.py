@@ -217,11 +217,14 @@ async def _structured_output_check(role: str, endpoint: Any) -> Check:
 
 async def _served_models(base_url: str, api_key_env: str | None) -> list[str] | str:
     """The model names ``GET /models`` lists, or why it could not be read."""
-    import os
-
     import aiohttp
 
-    headers = {"Authorization": f"Bearer {os.environ.get(api_key_env, '') if api_key_env else 'EMPTY'}"}
+    from pearl_verl.llm.client import api_key
+
+    try:  # the client's reading: the key is remembered for redaction before the server can echo it in its list
+        headers = {"Authorization": f"Bearer {api_key(api_key_env)}"}
+    except InputError as exc:
+        return str(exc)
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
             async with session.get(base_url.rstrip("/") + "/models", headers=headers) as response:
