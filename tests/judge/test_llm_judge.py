@@ -128,7 +128,7 @@ def test_config_from_reward_kwargs_rejects_unknown_keys_and_bad_values():
 
 
 def test_both_backends_implement_the_protocol(monkeypatch):
-    monkeypatch.setenv("PEARL_TEST_JUDGE_KEY", "secret")
+    monkeypatch.setenv("PEARL_TEST_JUDGE_KEY", "secret-judge-key")
     llm = build_judge(JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="PEARL_TEST_JUDGE_KEY"))
     assert isinstance(llm, LLMJudge) and isinstance(llm.backend, OpenAIChatClient)
     assert isinstance(build_judge(JudgeConfig(backend="offline")), HeuristicJudge)
