@@ -28,6 +28,7 @@ from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.judge.fitted.turn import COUNTS, TurnContext, turn_fields
+from pearl_verl.write_whole import write_whole
 
 FORMAT = "pearl_verl.fitted_judge"
 VERSION = 1
@@ -147,13 +148,12 @@ class _Stacked:
 
 
 def write_params(params: Mapping[str, Any], path: Path) -> str:
-    """Write ``params`` as JSON and its SHA-256 beside it (each through a temporary file); returns the digest."""
-    data = (json.dumps(params, indent=None, separators=(",", ":"), sort_keys=False) + "\n").encode()
-    digest = sha256_of(data)
-    for target, payload in ((path, data), (checksum_path(path), f"{digest}  {path.name}\n".encode())):
-        part = target.with_name(f".{target.name}.part")
-        part.write_bytes(payload)
-        part.replace(target)
+    """Write ``params`` as JSON and its SHA-256 beside it (each whole, :func:`~pearl_verl.write_whole.write_whole`);
+    returns the digest."""
+    text = json.dumps(params, indent=None, separators=(",", ":"), sort_keys=False) + "\n"
+    digest = sha256_of(text.encode())
+    write_whole(path, text)
+    write_whole(checksum_path(path), f"{digest}  {path.name}\n")
     return digest
 
 
