@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pearl_verl.errors import InputError, located
+from pearl_verl.redact import redact_remembered
 
 T = TypeVar("T")
 
@@ -30,6 +31,12 @@ _BLOCK = 1 << 16  # bytes read per step when looking backwards for the last newl
 
 TOO_DEEP = "JSON nested too deeply to read"
 """Why a line like ``[[[[...`` is refused: json.loads would exhaust the interpreter's stack (RecursionError)."""
+
+
+def json_line(value: Any, **dumps: Any) -> str:
+    """``value`` as one line of a JSONL file (``json.dumps`` with ``dumps``), every remembered API key redacted: a
+    reply that echoes the key, kept in a result row, must not carry it into the file."""
+    return redact_remembered(json.dumps(value, **dumps)) + "\n"
 
 
 def end_with_newline(path: Path) -> None:

@@ -19,8 +19,8 @@ The rule, token by token (a token is a run of ``[A-Za-z0-9_+/=.-]``; anything el
 
 Besides the shapes, every key the program itself took from an environment variable
 (:func:`remember_secret`, called by the LLM client before its first request) is replaced wherever it
-occurs, whatever it looks like, and so are its URL-encoded and JSON-escaped forms (:func:`echoed_forms`):
-a server that echoes it back in an error body cannot bring it into a message.
+occurs, whatever it looks like, and so are its URL-encoded and JSON-escaped forms (:func:`echoed_forms`), also
+split by line breaks: a server that echoes it back in an error body cannot bring it into a message.
 :class:`RedactingStream` puts ``pearl-verl``'s stdout and stderr behind that replacement.
 
 Deliberately not secret (they fill ordinary messages): file paths, URLs such as
@@ -81,6 +81,11 @@ issues keys that short. The LLM client refuses such a key with one line (``llm/c
 a key it could not keep out of its messages."""
 
 _REMEMBERED: set[str] = set()
+_remembered_pattern: re.Pattern[str] | None = None
+
+_LINE_BREAK = r"(?:[ \t]*(?:\r\n?|\n|\\r(?:\\n)?|\\n)[ \t>|#]*)?"
+"""What a server's wrapping may put inside an echoed key: a line break, as written or JSON-escaped, with the spaces
+before it and the indentation or quote marks (``>``, ``|``, ``#``) after it."""
 
 
 def remember_secret(value: str) -> None:
@@ -89,8 +94,11 @@ def remember_secret(value: str) -> None:
     Called where a key is taken from a flag or an environment variable, so that a server which echoes
     it back (a 401 body repeating the ``Authorization`` header) cannot bring it into a message.
     """
-    if len(value) >= MIN_REMEMBERED_LEN:
+    global _remembered_pattern
+    if len(value) >= MIN_REMEMBERED_LEN and not echoed_forms(value) <= _REMEMBERED:
         _REMEMBERED.update(echoed_forms(value))
+        forms = sorted(_REMEMBERED, key=len, reverse=True)  # a longer form first: its whole echo goes
+        _remembered_pattern = re.compile("|".join(_LINE_BREAK.join(map(re.escape, form)) for form in forms))
 
 
 def echoed_forms(value: str) -> set[str]:
@@ -114,10 +122,9 @@ def redact(text: str) -> str:
 
 
 def redact_remembered(text: str) -> str:
-    """``text`` with every remembered key (:func:`remember_secret`) replaced, and nothing else."""
-    for secret in sorted(_REMEMBERED, key=len, reverse=True):
-        text = text.replace(secret, PLACEHOLDER)
-    return text
+    """``text`` with every remembered key (:func:`remember_secret`) replaced, and nothing else; also where a line
+    break, written or JSON-escaped (``\\n``), splits it, as a server that wraps a long line in an error body does."""
+    return text if _remembered_pattern is None else _remembered_pattern.sub(PLACEHOLDER, text)
 
 
 def api_key_message(where: str) -> str:

@@ -27,6 +27,18 @@ def test_every_form_a_server_echoes_is_redacted(echo):
     assert said.count(PLACEHOLDER) == 2 and "Zx9" not in said and "Rv" not in said
 
 
+@pytest.mark.parametrize("wrap", ["\n", "\r\n  ", "  \n> ", "\\n", "\\r\\n"],
+                         ids=["newline", "crlf and indent", "quoted", "json newline", "json crlf"])
+def test_a_key_split_across_lines_is_redacted_in_every_form(wrap):
+    remember_secret(KEY)
+    for form in (KEY, quote(KEY, safe=""), json.dumps(KEY)[1:-1]):
+        for cut in (1, len(form) // 2, len(form) - 1):
+            said = redact(f"500: bad key {form[:cut]}{wrap}{form[cut:]} given")
+            assert said == f"500: bad key {PLACEHOLDER} given", (form, cut)
+    # a line break alone joins nothing: the words around it stay
+    assert redact("Zx9/Qw\nsomething else") == "Zx9/Qw\nsomething else"
+
+
 def test_a_key_too_short_to_redact_is_refused_naming_the_variable_not_the_value(monkeypatch):
     monkeypatch.setenv("PEARL_TEST_SHORT_KEY", "abc123")
     with pytest.raises(InputError) as refused:

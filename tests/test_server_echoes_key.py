@@ -38,6 +38,41 @@ def test_judge_check_prints_and_writes_the_failure_without_the_key(capsys, monke
         assert key not in text and "staple" not in text and "Q7xVb2" not in text
 
 
+@pytest.mark.parametrize("wrap", ["\n", "\r\n    ", "\n> "], ids=["newline", "crlf and indent", "quoted line"])
+def test_a_key_split_across_lines_reaches_neither_stderr_nor_the_results_file(capsys, monkeypatch, tmp_path,
+                                                                              make_episode, wrap):
+    key = KEYS["plain"]
+    monkeypatch.setenv("MY_JUDGE_KEY", key)
+    wrapped = key[:11] + wrap + key[11:]  # a server that wraps its long error line inside the key
+
+    def respond(_body):
+        return Reply(status=500, error_message=f"upstream refused the key {wrapped} (Authorization: Bearer {wrapped})")
+
+    source, results = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text(json.dumps({"id": "d0", **make_episode(["help", "What is 3 x 4?", "12"]).to_dict()}) + "\n")
+    with LocalChatServer(respond, model="judge") as server:
+        code = cli.main(["judge", str(source), "-o", str(results), "--base-url", server.base_url, "--model", "judge",
+                         "--api-key-env", "MY_JUDGE_KEY", "--max-retries", "0", "--no-progress"])
+    out, err = capsys.readouterr()
+    row = json.loads(results.read_text())
+    assert code == 1 and row["judge_ok"] == 0 and "http_500" in row["error"]  # the failure is kept, and named
+    for text in (out, err, results.read_text()):
+        assert "horse-batt" not in text and "ery-staple" not in text, text
+
+
+def test_a_result_line_carries_no_remembered_key_in_any_form():
+    from pearl_verl.jsonl import json_line
+    from pearl_verl.redact import remember_secret
+
+    key = "Zx9/Qw3+Lm7Tk&Rv=Pq4"
+    remember_secret(key)
+    for value in ({"reply": f"echo {key}"}, {key: 1}, {"reply": f"echo {key[:6]}\n{key[6:]}"}, [f"a/{key}/b"]):
+        for ascii_only in (True, False):
+            line = json_line(value, ensure_ascii=ascii_only)
+            assert line.endswith("\n") and "Qw3" not in line and "Rv=" not in line, line
+            assert PLACEHOLDER in json.dumps(json.loads(line))  # still one line of JSON, the key's place marked
+
+
 def test_doctor_cluster_prints_the_failing_endpoint_without_the_key(capsys, monkeypatch, tmp_path):
     key = KEYS["plain"]
     monkeypatch.setenv("MY_JUDGE_KEY", key)

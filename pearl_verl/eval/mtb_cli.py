@@ -23,7 +23,7 @@ from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_progress_flag
-from pearl_verl.jsonl import read_text
+from pearl_verl.jsonl import json_line, read_text
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE, Range
@@ -176,7 +176,7 @@ async def _generate(todo, existing, backend, rm, prompt, output: Path, concurren
                     generated = await rm.score(rm_conversation(example.context, row["response"], prompt))
                     human = await rm.score(rm_conversation(example.context, example.target, prompt))
                     row.update(win=generated > human, rm_scores=[generated, human])
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.write(json_line(row, ensure_ascii=False))
             out.flush()
             if bar is not None:
                 bar.update(1)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pearl_verl.errors import InputError
 from pearl_verl.eval.common_cli import add_judge_flags, add_progress_flag
-from pearl_verl.jsonl import read_text
+from pearl_verl.jsonl import json_line, read_text
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
 from pearl_verl.out_paths import output_dir, output_file
 from pearl_verl.ranges import POSITIVE, SEED
@@ -96,7 +96,7 @@ def _make_pairs(args: argparse.Namespace) -> int:
         raise InputError("--make-pairs needs --pair-tutors TUTOR_A,TUTOR_B and --pairs-out FILE.")
     margins = parse_margins(args.margins)
     pairs = pairs_from_results(list(read_tutor_results(args.make_pairs).values()), tutors[0], tutors[1], margins)
-    write_whole(args.pairs_out, (json.dumps(pair.to_dict(), ensure_ascii=False) + "\n" for pair in pairs))
+    write_whole(args.pairs_out, (json_line(pair.to_dict(), ensure_ascii=False) for pair in pairs))
     counts = {m: sum(p.margin == m for p in pairs) for m in ("low", "medium", "high")}
     print(f"{args.pairs_out}: {len(pairs)} pairs ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     return 0
@@ -161,7 +161,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             async def one(pair) -> None:
                 async with semaphore:
                     verdict = await scorer.compare(pair)
-                out.write(json.dumps(verdict_row(pair, verdict, scorer.label)) + "\n")
+                out.write(json_line(verdict_row(pair, verdict, scorer.label)))
                 out.flush()
                 if bar is not None:
                     bar.update(1)

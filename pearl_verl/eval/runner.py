@@ -21,7 +21,6 @@ scored (backend failure, unparsable judge output): it is excluded from every tab
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,7 +33,7 @@ from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_e
 from pearl_verl.dims import JUDGE_OK_KEY
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.protocol import EvalItem
-from pearl_verl.jsonl import drop_cut_tail, input_file, read_appended
+from pearl_verl.jsonl import drop_cut_tail, input_file, json_line, read_appended
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.student.types import StudentSimulator
@@ -204,7 +203,7 @@ async def run_eval(
         async def worker() -> None:
             while (job := await queue.get()) is not None:
                 row = await _run_job(job, tutors[job.tutor], simulators[job.simulator], judge, limits)
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.write(json_line(row, ensure_ascii=False))
                 out.flush()
                 _count(summary, row)
                 if on_done is not None:

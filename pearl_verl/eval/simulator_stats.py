@@ -14,7 +14,6 @@ replies that attempt something (attempt outcome other than ``none``), with a 95%
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.annotate import PLANNED_SOURCE, Annotator, annotation_row, labelled, turns_of
 from pearl_verl.eval.runner import read_results
-from pearl_verl.jsonl import drop_cut_tail, read_objects
+from pearl_verl.jsonl import drop_cut_tail, json_line, read_objects
 from pearl_verl.stats import Estimate, wilson_ci
 from pearl_verl.student.diversity import diversity_report
 from pearl_verl.student.fallbacks import FallbackRates
@@ -109,7 +108,7 @@ async def annotate_dialogues(
             async with semaphore:
                 annotation = await annotator.annotate(dialogue.episode)
             row = annotation_row(dialogue.key, dialogue.meta, annotation)
-            out.write(json.dumps(row) + "\n")
+            out.write(json_line(row))
             out.flush()
             if on_done is not None:
                 on_done(row)

@@ -49,6 +49,7 @@ from pearl_verl.faults.plan import FaultConfig, Injection
 from pearl_verl.faults.recording import CallRecord, RecordingBackend, tagged
 from pearl_verl.faults.responders import judge_reply, student_reply
 from pearl_verl.faults.server import FaultServer
+from pearl_verl.jsonl import json_line
 from pearl_verl.judge.batch import BatchSummary, judge_file
 from pearl_verl.judge.config import JudgeConfig, build_judge
 from pearl_verl.llm.client import OpenAIChatClient
@@ -290,7 +291,7 @@ async def _rollout(config: DrillConfig, base_url: str, out_path: Path) -> tuple[
                     record = await run_episode(
                         problem, condition, session, opening, policy_step(tutor, problem), limits
                     )
-            out.write(json.dumps({"id": spec.id, "group": spec.group, "episode": record.to_dict()}) + "\n")
+            out.write(json_line({"id": spec.id, "group": spec.group, "episode": record.to_dict()}))
             out.flush()
             return DrillEpisode(spec.id, spec.group, record)
 

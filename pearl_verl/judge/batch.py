@@ -19,7 +19,6 @@ no call could change it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from typing import Any
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
 from pearl_verl.errors import InputError, located
-from pearl_verl.jsonl import drop_cut_tail, input_file, parse_line, read_appended
+from pearl_verl.jsonl import drop_cut_tail, input_file, json_line, parse_line, read_appended
 from pearl_verl.judge.reward_info import not_judged_reason, reward_info, should_judge
 from pearl_verl.judge.types import JudgeResult, TutoringJudge
 
@@ -227,7 +226,7 @@ async def judge_file(
             while (item := await queue.get()) is not None:
                 result = await _judge_one(judge, item)
                 row = result_row(item, result, with_criteria)
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.write(json_line(row, ensure_ascii=False))
                 out.flush()
                 _count(summary, item, row)
                 if on_done is not None:

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition, DecompositionError, decomposition_from_dict
+from pearl_verl.write_whole import write_whole
 
 logger = logging.getLogger(__name__)
 
@@ -66,17 +65,8 @@ class DecompositionCache:
 
     def put(self, decomposition: Decomposition) -> Path:
         """Write ``decomposition`` under its content hash (atomically) and return the path."""
-        path = self.path(decomposition.content_hash)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(decomposition.to_dict(), handle, ensure_ascii=False, indent=1)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_whole(self.path(decomposition.content_hash),
+                           json.dumps(decomposition.to_dict(), ensure_ascii=False, indent=1))
 
     def keys(self) -> Iterator[str]:
         """Content hashes of every stored file."""

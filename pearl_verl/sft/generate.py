@@ -21,7 +21,6 @@ the last line per id wins.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import zlib
@@ -34,7 +33,7 @@ from pearl_verl.dialogue.episode import STUDENT, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
-from pearl_verl.jsonl import end_with_newline
+from pearl_verl.jsonl import end_with_newline, json_line
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, reward_info, should_judge
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.types import LLMCallError
@@ -203,7 +202,7 @@ async def generate(
                     stats.crashed += 1
                     logger.exception("generating %s raised; nothing recorded, a rerun tries it again", job.id)
                     continue
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                out.write(json_line(record, ensure_ascii=False))
                 out.flush()
                 if on_done is not None:
                     on_done(record)

@@ -7,16 +7,15 @@ as eval-tutor and judge do not.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError, located
-from pearl_verl.jsonl import drop_cut_tail, read_appended
+from pearl_verl.jsonl import drop_cut_tail, json_line, read_appended
 from pearl_verl.run_settings import check_resume, write_settings
+from pearl_verl.write_whole import write_whole
 
 RESUME_SETTINGS = ("problems", "limit", "simulator", "backend", "model", "planner", "no_refine", "tutor",
                    "tutor_model", "tutor_max_tokens", "ability", "seed", "max_turns", "structured_output")
@@ -64,11 +63,8 @@ class TurnOutput:
         return complete
 
     def _rewrite(self, complete: dict[int, list[dict[str, Any]]]) -> None:
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with temporary.open("w", encoding="utf-8") as out:
-            for index in sorted(complete):
-                out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in complete[index])
-        os.replace(temporary, self.path)
+        write_whole(self.path, (json_line(row, ensure_ascii=False) for index in sorted(complete)
+                                for row in complete[index]))
 
     @contextlib.contextmanager
     def open(self) -> Iterator[None]:
@@ -83,6 +79,6 @@ class TurnOutput:
 
     def write(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Append one dialogue's rows in one write, flushed; returns them."""
-        self._handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+        self._handle.write("".join(json_line(row, ensure_ascii=False) for row in rows))
         self._handle.flush()
         return rows

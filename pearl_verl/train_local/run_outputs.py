@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.jsonl import json_line
 from pearl_verl.write_whole import write_whole
 
 
 def append_metrics(path: Path, metrics: dict[str, Any]) -> None:
     """Append one step's metrics as a JSON line (flushed, so a killed run loses nothing)."""
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(metrics, sort_keys=True) + "\n")
+        handle.write(json_line(metrics, sort_keys=True))
         handle.flush()
 
 
@@ -27,7 +28,7 @@ def write_step_dialogues(out: Path, step: int, rows: Sequence[dict[str, Any]]) -
     reads the folder.
     """
     path = out / "dialogues" / f"step_{step:04d}.jsonl"
-    return write_whole(path, (json.dumps(row, sort_keys=True) + "\n" for row in rows))
+    return write_whole(path, (json_line(row, sort_keys=True) for row in rows))
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
