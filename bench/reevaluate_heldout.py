@@ -52,7 +52,7 @@ def main() -> int:
             checkpoint = run.out / "checkpoints" / f"global_step_{step}"
             start = (["trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoint}"]
                      if checkpoint.is_dir() else ["trainer.resume_mode=disable"])
-            overrides = [o for o in run.overrides(resume=False) if not o.startswith(REPLACED)]
+            overrides = [o for o in run.overrides() if not o.startswith(REPLACED)]
             overrides += [f"data.val_files=['{val}']", f"trainer.validation_data_dir={folder}",
                           "trainer.val_before_train=True", "trainer.val_only=True", *start]
             with open(folder / "train.log", "a", encoding="utf-8") as log:

@@ -152,7 +152,7 @@ class LocalRun:
         self.policy_dir = self.cold_start_dir if config.cold_start_steps else self.model_dir
         self.rollout_dtype = resolve_dtype(config.rollout_dtype, config.model)
         try:
-            self.verl_config = compose_verl_config(self.overrides(resume=False))
+            self.verl_config = compose_verl_config(self.overrides())
         except Exception as exc:  # Hydra's and omegaconf's errors name the override they could not apply
             if type(exc).__module__.split(".")[0] not in ("hydra", "omegaconf"):
                 raise
@@ -161,17 +161,19 @@ class LocalRun:
         self.simulator = simulator_for(pearl_config_from_root(self.verl_config))
         self.samples, self.eval_samples = draw_samples(config, self.simulator)
 
-    def overrides(self, resume: bool) -> list[str]:
+    def overrides(self, resume_from: int = 0) -> list[str]:
         """Every verl override of the RL stage: the algorithm's, the run's, then the user's.
 
-        ``resume``: continue from verl's latest checkpoint; otherwise RL starts from the cold start's
-        checkpoint (weights and optimizer state) when there is one, else from the model, and its validation
-        first evaluates that policy.
+        ``resume_from``: continue from verl's checkpoint of that step (:func:`resume_point`, named, not verl's
+        latest); 0: RL starts from the cold start's checkpoint (weights and optimizer state) when there is one, else
+        from the model, and its validation first evaluates that policy.
         """
+        from pearl_verl.train_local.resume_point import checkpoint_dir
         from pearl_verl.train_local.verl_run import rl_overrides
 
         c = self.config
-        start = "auto" if resume else ("disable" if not c.cold_start_steps else str(self.cold_start_checkpoint))
+        start = str(checkpoint_dir(self.out, resume_from)) if resume_from else \
+            ("disable" if not c.cold_start_steps else str(self.cold_start_checkpoint))
         return [
             *algorithm_overrides(c),
             *rl_overrides(out=self.out, policy=self.policy_dir, data=self.out / "data", steps=c.steps,
@@ -179,7 +181,7 @@ class LocalRun:
                           rollout_dtype=_dtype_name(self.rollout_dtype), rollout=c.rollout),
             *validation_overrides(folder=self.out / "validation", problems=c.eval_problems,
                                   dialogues_per_problem=c.group_size * c.eval_seeds, every=c.eval_every,
-                                  before_training=not resume),
+                                  before_training=not resume_from),
             *self.extra_overrides,
         ]
 
@@ -229,7 +231,8 @@ class LocalRun:
 
 def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: TextIO | None = None,
                  extra_overrides: list[str] = ()) -> list[dict[str, Any]]:
-    """Train for ``config.steps`` steps (continuing from the latest checkpoint when ``resume``).
+    """Train for ``config.steps`` steps (when ``resume``, continuing from the latest checkpoint whose step verl
+    logged: :func:`~pearl_verl.train_local.resume_point.resume_point`).
 
     Writes under ``out_dir``: ``metrics.jsonl`` (the cold start, every step as verl logged it, every
     evaluation; appended as it goes), ``heldout.jsonl`` (every held-out dialogue of every evaluation, from
@@ -244,8 +247,9 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     """
     from tqdm import tqdm
 
+    from pearl_verl.train_local.resume_point import resume_point
     from pearl_verl.train_local.role_rates import served_roles, student_mode
-    from pearl_verl.train_local.verl_run import latest_checkpoint, run_main_ppo
+    from pearl_verl.train_local.verl_run import run_main_ppo
     from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 
     run = LocalRun(config, extra_overrides)
@@ -255,7 +259,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
                 "student_structured_output": student_mode(run.verl_config)}
     write_whole(out / "config.json", json.dumps(settings, indent=1))
     metrics_path, heldout_path = out / "metrics.jsonl", out / "heldout.jsonl"
-    start = latest_checkpoint(out) if resume else 0
+    start = resume_point(out).step if resume else 0  # a checkpoint whose row verl never logged is run again
     cold = finished_cold_start(out) if resume and not start and config.cold_start_steps else None
     if start:
         rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
@@ -309,7 +313,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
             evaluating = not start and config.eval_problems
             progress.set_postfix_str("starting verl's trainer (Ray)" + (", held-out evaluation" if evaluating else ""))
             with open(out / "train.log", "a", encoding="utf-8") as log:
-                run_main_ppo(run.overrides(resume=bool(start)), out=out, log=log, on_step=on_step,
+                run_main_ppo(run.overrides(resume_from=start), out=out, log=log, on_step=on_step,
                              on_validation=on_validation, resume_hint=RESUME_HINT)
         progress.set_postfix_str("done")
     finally:

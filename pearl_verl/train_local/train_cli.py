@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pearl_verl.children import Stopped
     from pearl_verl.train_local.quiet import quiet_run
+    from pearl_verl.train_local.resume_point import resume_point
     from pearl_verl.train_local.role_rates import role_rates, role_verdict
     from pearl_verl.train_local.train import finished_cold_start, run_training
     from pearl_verl.train_local.verl_run import latest_checkpoint
@@ -45,10 +46,13 @@ def run(args: argparse.Namespace) -> int:
     def from_cold_start() -> bool:  # what run_training resumes from without an RL checkpoint
         return bool(config.cold_start_steps and finished_cold_start(out))
 
+    def start_again() -> str:
+        return "RL starts again from the cold start's" if from_cold_start() else "the run starts from the beginning"
+
     if args.resume and not latest_checkpoint(out):  # a run killed before its first RL checkpoint
-        print(f"--resume: {out / 'checkpoints'} holds no RL checkpoint to resume from; "
-              + ("RL starts again from the cold start's" if from_cold_start() else "the run starts from the beginning"),
-              file=sys.stderr)
+        print(f"--resume: {out / 'checkpoints'} holds no RL checkpoint to resume from; {start_again()}", file=sys.stderr)
+    elif args.resume and (going_back := resume_point(out).message(start_again())):
+        print(going_back, file=sys.stderr)
     try:
         with quiet_run(out / "train.log", verbose=args.verbose) as console:
             rows = run_training(config, resume=args.resume, progress_file=console.err, extra_overrides=args.overrides)

@@ -39,10 +39,10 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
     The method and the CPU's engine settings are that config's (:mod:`pearl_verl.verl_plugin.config`, shared with the
     recipes); the sizes come from :func:`pearl_verl.train_local.train.algorithm_overrides`; these are the run's:
     model, data, rollout, judge, Ray's logical GPU, logging, checkpoints. Every checkpoint includes the Hugging Face
-    export (``hf_model``), as the cluster's do. ``start``: ``disable`` (from ``policy``), ``auto``
-    (verl's latest checkpoint) or the path of a ``global_step_N`` checkpoint.
+    export (``hf_model``), as the cluster's do. ``start``: ``disable`` (from ``policy``) or the path of a
+    ``global_step_N`` checkpoint (not verl's ``auto``: its latest can be a step whose row was never logged).
     """
-    resume = [f"trainer.resume_mode={start}"] if start in ("auto", "disable") else \
+    resume = ["trainer.resume_mode=disable"] if start == "disable" else \
         ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={start}"]
     return [
         f"actor_rollout_ref.model.path={policy}",

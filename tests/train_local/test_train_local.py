@@ -55,7 +55,7 @@ def _stop_with_sigterm(command: list[str], marker: str, ready, expect_running: t
     deadline = time.monotonic() + 900
     while not ready():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.5)
+        time.sleep(0.1)  # a step's validation, the moment one stop must find, lasts about 1.5 s here
     running = processes_with(env=marker)
     assert all(any(name in c.lower() for c in running) for name in expect_running), running
     proc.send_signal(signal.SIGTERM)
@@ -63,11 +63,22 @@ def _stop_with_sigterm(command: list[str], marker: str, ready, expect_running: t
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def _logged_and_checkpointed(out: Path, step: int) -> bool:
-    """verl has logged and checkpointed ``step`` (the next step under way)."""
+def _verl_logged(out: Path) -> list[int]:
+    """The steps whose training row verl's file logger wrote in its current launch."""
+    log = out / "verl_metrics.jsonl"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [row["step"] for row in map(json.loads, lines[:-1] if lines and not lines[-1].endswith("}") else lines)
+            if any(key.startswith("pearl/") for key in row["data"])]
+
+
+def _checkpointed_not_logged(out: Path, step: int) -> bool:
+    """verl has checkpointed ``step`` and not yet logged it: inside the step, in its validation. Fails the test when
+    verl logged the step before the poll saw its checkpoint (the window missed)."""
     latest = out / "checkpoints" / "latest_checkpointed_iteration.txt"
-    return (latest.exists() and latest.read_text().strip() == str(step)
-            and any(r["step"] == step for r in _metrics(out) if "reward/mean" in r))
+    if not latest.exists() or latest.read_text().strip() != str(step):
+        return False
+    assert step not in _verl_logged(out), f"verl logged step {step} before the poll saw its checkpoint"
+    return True
 
 
 STOPPED = "pearl-verl train-local: stopped by SIGTERM; the same command with --resume goes on from its last checkpoint"
@@ -89,17 +100,20 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         "pearl-verl train-local: stopped by SIGTERM; nothing was checkpointed yet: the same command starts it again")
     assert processes_with(env=f"{marker}-sft") == []
     assert not (out / "metrics.jsonl").exists() and not (out / "checkpoints").exists()
-    # a batch scheduler's stop (SIGTERM) during step 3 of 10: verl's trainer and all of Ray's processes go with it
-    killed = _stop_with_sigterm([*command, "--resume"], marker, lambda: _logged_and_checkpointed(out, 2),
+    # a batch scheduler's stop (SIGTERM) inside step 4 of 10, after verl saved its checkpoint and before it logged
+    # its row (in the step's validation): verl's trainer and all of Ray's processes go with it
+    killed = _stop_with_sigterm([*command, "--resume"], marker, lambda: _checkpointed_not_logged(out, 4),
                                 ("main_ppo", "ray"), processes_with)
     assert "holds no RL checkpoint to resume from; the run starts from the beginning" in killed.stderr
     assert killed.returncode == 128 + signal.SIGTERM, killed.stderr[-3000:]
     assert killed.stderr.strip().splitlines()[-1] == STOPPED
     assert processes_with(env=marker) == []  # nothing of the run is left, not even an orphan adopted by init
-    # verl may finish a step between the signal and its end: the resume starts from whatever it checkpointed
-    latest = int((out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text())
-    assert latest >= 2
+    assert int((out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text()) == 4
+    # verl logs a step after saving it: had it logged step 4 before it ended, the resume would go on from there
+    went_back = 4 not in _verl_logged(out)
     rows = _metrics(out)
+    recorded = [r["step"] for r in rows if "reward/mean" in r]
+    assert recorded == [1, 2, 3] or (not went_back and recorded == [1, 2, 3, 4]), recorded
     cold = rows[0]
     assert (cold["step"], cold["phase"]) == (0, "cold_start")
     assert cold["cold_start/steps"] == 3 and cold["cold_start/dialogues"] + cold["cold_start/dialogues_dropped"] == 4
@@ -125,9 +139,7 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         "pearl_tutor", "hf")
     # the held-out evaluation is verl's validation: 2 dialogues (group 2 x 1 eval seed) per problem, every 2 steps
     assert (actor_rollout["rollout"]["val_kwargs"]["n"], config["trainer"]["test_freq"]) == (2, 2)
-    train = [r for r in rows if "reward/mean" in r]
-    assert [r["step"] for r in train][:2] == [1, 2]
-    for r in train:  # what verl logged: the judge's per-dimension rewards, the estimator's advantages, the update
+    for r in (r for r in rows if "reward/mean" in r):  # what verl logged: the judge's per-dimension rewards, the estimator's advantages, the update
         assert r["pearl/judge/failure_rate"] == 0.0
         # a group whose two dialogues score alike has no contrast: no advantage, no gradient, and only then
         assert (r["actor/grad_norm"] > 0) == (r["pearl/advantage/nonzero_frac"] > 0), r
@@ -145,24 +157,28 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         assert d["episode"]["turns"] and d["judge"]["judge_ok"] == 1 and len(d["shaped"]) == 8
     assert abs(sum(d["advantage"] for d in dumped)) < 1e-4  # a group's advantages are z-scores
 
-    # resumed from verl's latest checkpoint (step 2, as a rule) with one more step: only that step runs, and verl's
-    # validation of the last step (those of the steps before, every second, were kept from the first run)
-    last = latest + 1
+    # resumed with one more step: from step 2's checkpoint, as step 4's row was lost with the stop, so that steps 3 and
+    # 4 run again (step 3's first row is dropped, not kept beside its second), then step 5, with verl's validation of
+    # steps 4 and 5 (those of steps 0 and 2 were kept from the first run)
+    last = 5
     proc = _run(["train-local", "--out-dir", str(out), "--steps", str(last), "--resume", *SMALL, *COLD])
-    assert "trainer.resume_mode=auto" in _verl_overrides(out)
+    resumed_from = 2 if went_back else 4
+    assert f"trainer.resume_from_path={out.resolve() / 'checkpoints' / f'global_step_{resumed_from}'}" in \
+        _verl_overrides(out)
+    assert went_back == ("RL goes on from step 2's checkpoint, running steps 3-4 again" in proc.stderr)
     rows = _metrics(out)
-    assert [r["step"] for r in rows if "reward/mean" in r] == list(range(1, last + 1))  # nothing repeated
+    assert [r["step"] for r in rows if "reward/mean" in r] == list(range(1, last + 1))  # none lost, none repeated
     # the resumed step trained on the whole stack too, with the checkpoint's weights in the rollout server
     resumed = next(r for r in rows if r["step"] == last and "reward/mean" in r)
     assert resumed["pearl/judge/failure_rate"] == 0.0 and resumed["training/rollout_probs_diff_max"] < 5e-4
     assert "pearl/advantage/nonzero_frac" in resumed and resumed["actor/lr"] == 2.5e-3
-    assert [r["step"] for r in rows if "eval/reward/mean" in r] == [0, *range(2, latest + 1, 2), last]
+    assert [r["step"] for r in rows if "eval/reward/mean" in r] == [0, 2, 4, last]
     assert all(r["eval/dialogues"] == 2 for r in rows if "eval/reward/mean" in r)
     assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # one dialogue row per held-out dialogue, as verl's reward loop judged it, in its slot (eval seed, problem, member)
     held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
-    steps = [0, *range(2, latest + 1, 2), last]
+    steps = [0, 2, 4, last]
     assert [(h["step"], h["slot"]) for h in held] == [(s, [0, 0, m]) for s in steps for m in (0, 1)]
     assert all(h["judge"]["judge_ok"] == 1 and h["episode"]["turns"] for h in held)
     assert all((out / "validation" / f"{step}.jsonl").exists() for step in steps)  # verl's own validation dump
@@ -187,27 +203,27 @@ def test_bad_settings_fail_before_any_work(tmp_path):
 
 
 # run_training with verl's trainer and the cold start replaced: what a resume starts from, decided from the run's
-# files. Three resumes in one process (one model and config): after the cold start's hand-over, without it, and from
-# RL's checkpoint of step 2 with the last rows verl logged before the stop not yet recorded by train-local
+# files. Four resumes in one process (one model and config): after the cold start's hand-over, without it, from RL's
+# checkpoint of step 2 with the last rows verl logged before the stop not yet recorded by train-local, and after a stop
+# between verl's checkpoint of step 4 and its row of step 4
 RESUME_PROBE = """
 import json, shutil, sys
 from pathlib import Path
 import pearl_verl.train_local.verl_run as verl_run
 from pearl_verl.train_local.config import LocalTrainConfig
 from pearl_verl.train_local.train import LocalRun, run_training
-out, stopped = Path(sys.argv[1]), json.loads(sys.argv[2])
+out, stopped, unlogged = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 launched, metrics = [], []
 verl_run.run_main_ppo = lambda overrides, **kw: launched.append(overrides)
 LocalRun.cold_start = lambda self, log: {"cold_start/steps": -1}  # a cold start run anew shows as -1
 config = LocalTrainConfig(out_dir=str(out), steps=3, num_problems=2, batch_problems=1, group_size=2,
                           eval_problems=1, eval_seeds=1, max_tutor_turns=2, cold_start_steps=3)
-for case in ("after the hand-over", "in the cold start", "after step 2"):
+for case in ("after the hand-over", "in the cold start", "after step 2", "in step 4, after its checkpoint"):
     if case == "in the cold start":
         shutil.rmtree(out / "checkpoints")
-    if case == "after step 2":
-        for name, text in stopped.items():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (out / name).write_text(text)
+    for name, text in {"after step 2": stopped, "in step 4, after its checkpoint": unlogged}.get(case, {}).items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
     run_training(config, resume=True)
     metrics.append([json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()])
 print(json.dumps({"launched": launched, "metrics": metrics}))
@@ -218,7 +234,9 @@ def test_a_resume_starts_from_what_the_stopped_run_finished(tmp_path, make_episo
     """--resume after a stop: between the cold start's hand-over and RL's first checkpoint (step --save-every) it keeps
     the cold start (its checkpoint and metrics row) and starts RL from it; without the hand-over it starts anew; after
     RL's checkpoint of step 2 it records what verl logged up to there that the stop kept train-local from recording
-    (step 2's row and its validation, each held-out dialogue once), and nothing after it."""
+    (step 2's row and its validation, each held-out dialogue once), and nothing after it; after verl checkpointed step
+    4 but was stopped before logging it (during its validation) it goes back to step 2's checkpoint, so that step 4
+    runs, and is logged, again."""
     from pearl_verl.dialogue.row import dialogue_row
     from pearl_verl.dims import DIMENSIONS
 
@@ -242,11 +260,15 @@ def test_a_resume_starts_from_what_the_stopped_run_finished(tmp_path, make_episo
                "validation/2.pearl.jsonl": "".join(json.dumps(row) + "\n" for row in dump),
                # the stop fell after the evaluation's first dialogues reached heldout.jsonl, before its row
                "heldout.jsonl": json.dumps({**dump[0], "slot": [0, 0, 0], "phase": "train"}) + "\n"}
-    proc = subprocess.run([sys.executable, "-c", RESUME_PROBE, str(out), json.dumps(stopped)], capture_output=True,
-                          text=True, timeout=600, check=False)
+    # the stop in step 4, after its checkpoint: verl's new log holds step 3's row, not step 4's
+    unlogged = {"checkpoints/latest_checkpointed_iteration.txt": "4",
+                **{f"checkpoints/global_step_{step}/{name}": "" for step in (2, 4) for name in ("data.pt", "actor/w")},
+                "verl_metrics.jsonl": json.dumps(verl_log[2]) + "\n"}
+    proc = subprocess.run([sys.executable, "-c", RESUME_PROBE, str(out), json.dumps(stopped), json.dumps(unlogged)],
+                          capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     probe = json.loads(proc.stdout.strip().splitlines()[-1])
-    (kept, redone, caught_up), first = probe["metrics"], probe["launched"][0]
+    (kept, redone, caught_up, gone_back), first = probe["metrics"], probe["launched"][0]
     assert f"trainer.resume_from_path={(out / 'checkpoints' / 'global_step_0').resolve()}" in first
     assert "trainer.val_before_train=True" in first  # the step-0 evaluation it had not finished
     assert kept == [cold]
@@ -254,7 +276,11 @@ def test_a_resume_starts_from_what_the_stopped_run_finished(tmp_path, make_episo
     assert [(row["step"], row["phase"]) for row in caught_up] == [(0, "cold_start"), (1, "train"), (2, "train"),
                                                                   (2, "heldout")]
     assert caught_up[3]["eval/dialogues"] == 2 and caught_up[3]["time/eval_s"] == 7.0
-    assert "trainer.resume_mode=auto" in probe["launched"][2]  # step 3 runs again in verl, not from its old row
+    step_2 = f"trainer.resume_from_path={(out / 'checkpoints' / 'global_step_2').resolve()}"
+    assert step_2 in probe["launched"][2]  # step 3 runs again in verl, not from its old row
+    # back to step 2's checkpoint, not verl's latest: steps 3 and 4 run again, each logged once
+    assert step_2 in probe["launched"][3] and "trainer.val_before_train=False" in probe["launched"][3]
+    assert gone_back == caught_up
     held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
     assert [(row["step"], row["slot"]) for row in held] == [(2, [0, 0, 0]), (2, [0, 0, 1])]
 
