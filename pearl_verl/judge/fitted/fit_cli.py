@@ -103,8 +103,8 @@ def _report(examples: list[Any], conversations: list[Any], args: argparse.Namesp
               f"{_f1(result.macro_f1)}   {_pct(base.agreement):>8} {_f1(base.macro_f1)}   "
               f"{_pct(heur):>9}   {_pct(TARGETS.get(dimension)):>6}   {result.pairs:,}")
     best = ", ".join(f"{d} {v}" for d, v in BEA_2025_BEST.items())
-    print(f"note: ties count as disagreement; pairs of one conversation share a history, so each interval is "
-          f"narrower than independent pairs would make it")
+    print("note: ties count as disagreement; pairs of one conversation share a history, so each interval is "
+          "narrower than independent pairs would make it")
     print(f"note: BEA 2025's best macro-F1 ({best}) is on the task's own test set; PEARL-RM agrees with teachers on "
           f"{PEARL_RM_AGREEMENT:.0%} of the paper's pairs, not these")
     if heuristic:
