@@ -51,12 +51,24 @@ def raise_on_stop_signals() -> dict[int, Any]:
     if threading.current_thread() is not threading.main_thread():
         return {}
 
+    stopping: list[int] = []
+
     def handler(signum: int, _frame: Any) -> None:
-        for each in STOP_SIGNALS:  # a second signal while cleaning up must not cut the cleanup or its escalation short
-            signal.signal(each, signal.SIG_IGN)
-        raise Stopped(signum)
+        # a second signal while cleaning up must not cut the cleanup or its escalation short; it is ignored here, not
+        # by SIG_IGN: one that arrived with the first is already pending, and Python would report it as a race
+        if not stopping:
+            stopping.append(signum)
+            raise Stopped(signum)
 
     return {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+
+
+def ignore_stop_signals() -> None:
+    """Ignore :data:`STOP_SIGNALS` from now on, down to the exit (Python's finalization puts its default handlers back
+    for signals with Python handlers: a Ctrl-C there would end the process by SIGINT, not with the stop's code)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def restore_signals(previous: dict[int, Any]) -> None:

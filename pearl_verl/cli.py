@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from pearl_verl import __version__, out_paths
 from pearl_verl.advantage.failure_guard import TrainingStalled
-from pearl_verl.children import Stopped, raise_on_stop_signals, restore_signals
+from pearl_verl.children import Stopped, ignore_stop_signals, raise_on_stop_signals, restore_signals
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import shown
 from pearl_verl.redact import RedactingStream, redact
@@ -48,9 +48,15 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def main(
-    argv: Sequence[str] | None = None, modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl"
+    argv: Sequence[str] | None = None, modules: Sequence[str] = COMMAND_MODULES, prog: str = "pearl-verl",
+    restore_handlers: bool = True,
 ) -> int:
-    """Run one command of ``modules``; returns the process exit code."""
+    """Run one command of ``modules``; returns the process exit code.
+
+    ``restore_handlers``: put back the signal handlers the command replaced (a program that runs commands in process,
+    as the tests do, keeps its Ctrl-C). The console script ignores stop signals instead, down to the exit: with
+    Python's own handlers back, a second Ctrl-C there ended a stopped command by SIGINT (-2), not with 130.
+    """
     _printable_streams()
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = (s if isinstance(s, RedactingStream) else RedactingStream(s) for s in streams)
@@ -58,7 +64,10 @@ def main(
     try:
         return _main(argv, modules, prog)
     finally:
-        restore_signals(handlers)
+        if restore_handlers:
+            restore_signals(handlers)
+        else:
+            ignore_stop_signals()
         sys.stdout, sys.stderr = streams
 
 
@@ -224,7 +233,7 @@ def command_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ())
 def main_exit() -> None:
     """Console-script entry: exit with :func:`main`'s code; an unexpected traceback is redacted too."""
     sys.excepthook = _redacting_excepthook
-    sys.exit(main())
+    sys.exit(main(restore_handlers=False))
 
 
 def _redacting_excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:

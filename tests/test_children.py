@@ -110,6 +110,21 @@ def test_a_second_signal_during_the_stop_neither_interrupts_it_nor_skips_its_esc
     assert "Traceback" not in stderr and processes_with(name=marker) == []
 
 
+def test_two_signals_that_arrive_together_give_one_stop(processes_with):
+    """Both pending when Python runs its handlers: the first one's ``signal.signal`` calls would run the second's
+    handler inside the first's, and the stop would name the second."""
+    marker = f"mark{uuid.uuid4().hex}"
+    pending = ("print('started', flush=True); signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}); "
+               "os.kill(os.getpid(), signal.SIGTERM); os.kill(os.getpid(), signal.SIGINT); "
+               "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})")
+    together = COMMAND.replace('print("started", flush=True)', pending).replace("import signal,", "import os, signal,")
+    proc = subprocess.run([sys.executable, "-c", together, marker], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    # Python runs the handlers of pending signals in signal-number order: SIGINT's first
+    assert (proc.returncode, proc.stdout.splitlines()) == (128 + signal.SIGINT, ["started", "stopped by SIGINT"])
+    assert "Traceback" not in proc.stderr and processes_with(name=marker) == []
+
+
 def test_stopped_exits_as_a_shell_reports_a_signal():
     exc = Stopped(signal.SIGTERM)
     assert isinstance(exc, SystemExit) and exc.code == 143 and str(exc) == "stopped by SIGTERM"
