@@ -83,9 +83,7 @@ def output_file(text: str) -> Path:
     _check_name_lengths(path, text)
     if text.endswith(("/", os.sep)) or path.is_dir():
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a folder; give a file path.")
-    if path.is_symlink() and not path.exists():
-        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a symbolic link to nothing "
-                                         f"({shown(os.readlink(path), limit=None)}); give a file path.")
+    _refuse_dangling(path, text, "a file path")
     if path.exists() and not path.is_file():
         # a FIFO blocks the write until someone reads, a device swallows it or fails after the work (/dev/full)
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} exists and is not a regular file (a pipe, "
@@ -101,6 +99,7 @@ def output_dir(text: str) -> Path:
     """A folder the command will write into (created when missing; an existing one is kept or resumed)."""
     path = _nonempty(text, "a folder")
     _check_name_lengths(path, text)
+    _refuse_dangling(path, text, "a folder")
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a file; give a folder.")
     _check_creatable(path, text)
@@ -113,6 +112,12 @@ def output_dir_text(text: str) -> str:
     path = output_dir(text)
     _parsed[-1] = (text, path)
     return text
+
+
+def _refuse_dangling(path: Path, text: str, wanted: str) -> None:
+    if path.is_symlink() and not path.exists():
+        raise argparse.ArgumentTypeError(f"{shown(text, limit=None)} is a symbolic link to nothing "
+                                         f"({shown(os.readlink(path), limit=None)}); give {wanted}.")
 
 
 def retype(parser: argparse.ArgumentParser, option: str, kind: type | object) -> None:

@@ -62,6 +62,9 @@ def _bad_paths(tmp_path: Path, kind) -> dict[str, tuple[str, str]]:
         bad["a device"] = ("/dev/full", "is not a regular file")
     else:
         bad["a file"] = (str(a_file), "is a file; give a folder")
+        dangling = tmp_path / "dangling-folder"
+        dangling.symlink_to(tmp_path / "no-such-folder")
+        bad["a dangling link"] = (str(dangling), "is a symbolic link to nothing")
     return bad
 
 
