@@ -57,7 +57,12 @@ def resolve_dtype(setting: str, model: str, role: str = "rollout") -> torch.dtyp
 
 
 def cpu_has_native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX): 2-3x faster prefill."""
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX): 2-3x faster prefill.
+
+    Not when torch's kernels are capped below AVX-512 (``ATEN_CPU_CAPABILITY=avx2``, as when a run stands in for an
+    AVX2 machine): bfloat16 is then emulated, slower than float32."""
+    if not torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+        return False
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
             flags = next((line for line in cpuinfo if line.startswith("flags")), "").split()

@@ -309,6 +309,9 @@ def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
     import torch
 
     from pearl_verl.train_local import train
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # kernels capped, whatever the CPU
+    assert not train.cpu_has_native_bf16()
     from pearl_verl.train_local.runtime import precision_overrides
 
     monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: True)
