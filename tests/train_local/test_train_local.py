@@ -139,7 +139,8 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         "pearl_tutor", "hf")
     # the held-out evaluation is verl's validation: 2 dialogues (group 2 x 1 eval seed) per problem, every 2 steps
     assert (actor_rollout["rollout"]["val_kwargs"]["n"], config["trainer"]["test_freq"]) == (2, 2)
-    for r in (r for r in rows if "reward/mean" in r):  # what verl logged: the judge's per-dimension rewards, the estimator's advantages, the update
+    # what verl logged: the judge's per-dimension rewards, the estimator's advantages, the update
+    for r in (r for r in rows if "reward/mean" in r):
         assert r["pearl/judge/failure_rate"] == 0.0
         # a group whose two dialogues score alike has no contrast: no advantage, no gradient, and only then
         assert (r["actor/grad_norm"] > 0) == (r["pearl/advantage/nonzero_frac"] > 0), r
