@@ -152,7 +152,8 @@ def invocations(draw: st.DrawFn, path: tuple[str, ...]) -> tuple[list[str], list
     parser = COMMANDS[path]
     argv, outputs, others = list(path), [], []
     flags = _flags(parser)
-    prefixes = [a.option_strings[-1].removesuffix("base-url") for a in flags if a.option_strings[-1].endswith("base-url")]
+    urls = [a.option_strings[-1] for a in flags if a.option_strings[-1].endswith("base-url")]
+    prefixes = [flag.removesuffix("base-url") for flag in urls]
     if prefixes and draw(st.booleans()):  # an endpoint the command really calls, often enough to find a leak
         argv += _endpoint(parser, draw(st.sampled_from(prefixes)))
     for action in draw(st.lists(st.sampled_from(flags), max_size=3, unique_by=id)) if flags else []:

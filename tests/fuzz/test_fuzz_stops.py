@@ -64,14 +64,15 @@ def test_any_sequence_of_stop_signals_gives_one_clean_stop(scenario, signals, ga
         if scenario == "plan running a recipe":
             recipe = root / "slow_recipe.sh"
             # a background job (SIGINT ignored, as a non-interactive shell starts it) and a foreground one
-            recipe.write_text(f"echo trainer.nnodes=1\n(exec -a {marker}-bg sleep 600) &\n(exec -a {marker} sleep 600)\n")
+            recipe.write_text(f"echo trainer.nnodes=1\n(exec -a {marker}-bg sleep 600) &\n"
+                              f"(exec -a {marker} sleep 600)\n")
             command, results = ["plan", "--recipe", str(recipe)], None
         else:
             dialogues, results = root / "in.jsonl", root / "out.jsonl"
             dialogues.write_text(json.dumps({"id": "d0", **make_episode(["help", "What is 3 x 4?", "12"]).to_dict()})
                                  + "\n")
-            command = ["judge", str(dialogues), "-o", str(results), "--base-url", slow_judge.base_url, "--model", "judge",
-                       "--no-progress"]
+            command = ["judge", str(dialogues), "-o", str(results), "--base-url", slow_judge.base_url,
+                       "--model", "judge", "--no-progress"]
         asked = len(slow_judge.requests)
         proc = subprocess.Popen([sys.executable, "-m", "pearl_verl.cli", *command], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ, "PEARL_TEST_RUN": marker})

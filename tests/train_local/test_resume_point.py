@@ -11,9 +11,9 @@ START_AGAIN = "RL starts again from the cold start's"
 
 
 def _stopped_run(out, *, latest, saved=(), removed=(), recorded=(), logged=()):
-    """A run folder as a stop leaves it: checkpoints of the ``saved`` steps (``removed``: their weights deleted by verl's
-    rotation, the dataloader state left), verl's marker at ``latest``, train rows ``recorded`` by train-local and
-    ``logged`` by verl's last launch."""
+    """A run folder as a stop leaves it: checkpoints of the ``saved`` steps (``removed``: their weights deleted by
+    verl's rotation, the dataloader state left), verl's marker at ``latest``, train rows ``recorded`` by train-local
+    and ``logged`` by verl's last launch."""
     for step in (*saved, *removed):
         folder = out / "checkpoints" / f"global_step_{step}"
         folder.mkdir(parents=True)
