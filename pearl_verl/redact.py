@@ -95,10 +95,11 @@ def remember_secret(value: str) -> None:
     it back (a 401 body repeating the ``Authorization`` header) cannot bring it into a message.
     """
     global _remembered_pattern
-    if len(value) >= MIN_REMEMBERED_LEN and not echoed_forms(value) <= _REMEMBERED:
-        _REMEMBERED.update(echoed_forms(value))
-        forms = sorted(_REMEMBERED, key=len, reverse=True)  # a longer form first: its whole echo goes
-        _remembered_pattern = re.compile("|".join(_LINE_BREAK.join(map(re.escape, form)) for form in forms))
+    forms = echoed_forms(value)
+    if len(value) >= MIN_REMEMBERED_LEN and not forms <= _REMEMBERED:
+        _REMEMBERED.update(forms)
+        longest_first = sorted(_REMEMBERED, key=len, reverse=True)  # a longer form first: its whole echo goes
+        _remembered_pattern = re.compile("|".join(_LINE_BREAK.join(map(re.escape, f)) for f in longest_first))
 
 
 def echoed_forms(value: str) -> set[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pearl_verl.train_local.run_outputs import read_metrics
-from pearl_verl.train_local.verl_run import latest_checkpoint, logged_rows, step_row
+from pearl_verl.train_local.verl_run import checkpoint_dir, latest_checkpoint, logged_rows, step_row
 
 _STEP_DIR = re.compile(r"global_step_(\d+)")
 
@@ -52,15 +52,10 @@ def resume_point(out: Path) -> ResumePoint:
         earlier = _previous_checkpoint(out, step)
         if earlier is None:
             return ResumePoint(0, latest)
-        if not (out / "checkpoints" / f"global_step_{earlier}" / "actor").is_dir():
+        if not (checkpoint_dir(out, earlier) / "actor").is_dir():
             return ResumePoint(latest, latest, lost=True)
         step = earlier
     return ResumePoint(step, latest)
-
-
-def checkpoint_dir(out: Path, step: int) -> Path:
-    """verl's checkpoint of ``step`` (step 0: the cold start's hand-over)."""
-    return out / "checkpoints" / f"global_step_{step}"
 
 
 def _logged_steps(out: Path) -> set[int]:

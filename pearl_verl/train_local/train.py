@@ -38,7 +38,7 @@ from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides
-from pearl_verl.train_local.verl_run import hf_export, validation_overrides
+from pearl_verl.train_local.verl_run import checkpoint_dir, hf_export, validation_overrides
 from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 from pearl_verl.write_whole import write_whole
 
@@ -152,7 +152,7 @@ class LocalRun:
         install_host_cpu_platform()  # the checks below read verl's device from it
         head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
         self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
-        self.cold_start_checkpoint = self.out / "checkpoints" / "global_step_0"
+        self.cold_start_checkpoint = checkpoint_dir(self.out, 0)
         self.cold_start_dir = hf_export(self.out, 0)
         self.policy_dir = self.cold_start_dir if config.cold_start_steps else self.model_dir
         self.rollout_dtype = resolve_dtype(config.rollout_dtype, config.model)
@@ -173,12 +173,11 @@ class LocalRun:
         latest); 0: RL starts from the cold start's checkpoint (weights and optimizer state) when there is one, else
         from the model, and its validation first evaluates that policy.
         """
-        from pearl_verl.train_local.resume_point import checkpoint_dir
         from pearl_verl.train_local.verl_run import rl_overrides
 
         c = self.config
-        start = str(checkpoint_dir(self.out, resume_from)) if resume_from else \
-            ("disable" if not c.cold_start_steps else str(self.cold_start_checkpoint))
+        # step 0's checkpoint is the cold start's hand-over
+        start = str(checkpoint_dir(self.out, resume_from)) if resume_from or c.cold_start_steps else "disable"
         return [
             *algorithm_overrides(c),
             *rl_overrides(out=self.out, policy=self.policy_dir, data=self.out / "data", steps=c.steps,

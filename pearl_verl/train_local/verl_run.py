@@ -93,9 +93,14 @@ def latest_checkpoint(out: Path) -> int:
     return int(marker.read_text().strip()) if marker.exists() else 0
 
 
+def checkpoint_dir(out: Path, step: int) -> Path:
+    """verl's checkpoint of ``step`` under ``out/checkpoints`` (step 0: the cold start's hand-over)."""
+    return out / "checkpoints" / f"global_step_{step}"
+
+
 def hf_export(out: Path, step: int) -> Path:
     """The Hugging Face export of the step-``step`` checkpoint."""
-    return out / "checkpoints" / f"global_step_{step}" / "actor" / "huggingface"
+    return checkpoint_dir(out, step) / "actor" / "huggingface"
 
 
 def step_row(verl_row: dict[str, Any]) -> dict[str, Any] | None:
