@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
@@ -17,6 +18,26 @@ from pearl_verl.student.types import CognitiveProfile, StudentCondition, Student
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_configure(config):
+    # pytest-xdist groups tests by renaming their node ids, which pytest 9.2 ignores (pytest-xdist issue 1386): the
+    # serial tests would run two at a time, silently, two runs of verl of up to 14 GB each on a 24 GB machine
+    if config.getoption("numprocesses", None) and Version(pytest.__version__) >= Version("9.2"):
+        raise pytest.UsageError(f"pytest {pytest.__version__} breaks pytest-xdist's --dist loadgroup, which keeps "
+                                "verl's runs one at a time: pip install 'pytest<9.2'")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """The README runs the suite on two pytest-xdist workers (``-n 2``; ``--dist loadgroup`` is in pyproject.toml).
+    The tests marked ``serial`` start verl's trainer, Ray, torchrun or vLLM, which take every core and up to 14 GB:
+    they form one group, which one worker runs one test at a time (xdist sends the largest group first) while the
+    other runs the rest beside them. Without xdist the mark changes nothing."""
+    for item in items:
+        if item.get_closest_marker("serial"):
+            item.add_marker(pytest.mark.xdist_group("serial"))
+
 
 PROBLEM = Problem(
     "gsm8k-x",

@@ -20,6 +20,8 @@ import pytest
 
 from pearl_verl.train_local.heldout import read_heldout, tutor_turns
 
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+
 MIN_WELL_FORMED = 0.95
 
 

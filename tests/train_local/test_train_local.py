@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+
 SMALL = [
     "--num-problems", "2", "--batch-problems", "1", "--group-size", "2", "--max-tutor-turns", "2",
     "--eval-problems", "1", "--eval-every", "2", "--save-every", "2", "--eval-seeds", "1",

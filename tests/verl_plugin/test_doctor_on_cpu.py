@@ -2,10 +2,13 @@
 
 import json
 
+import pytest
 from verl.trainer.ppo import core_algos
 
 from pearl_verl.cli import main
 from pearl_verl.verl_plugin import doctor
+
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
 
 
 def test_doctor_passes_on_this_install(capsys):

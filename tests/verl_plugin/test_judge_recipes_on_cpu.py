@@ -15,6 +15,8 @@ from verl.workers.config import FSDPEngineConfig, FSDPOptimizerConfig
 from pearl_verl.llm.local_server import LocalChatServer
 from pearl_verl.verl_plugin.config import PEARL_SFT, compose_config
 
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "pearl"
 SFT = RECIPES / "run_qwen3_32b_judge_sft.sh"
 

@@ -22,6 +22,8 @@ import pytest
 
 from pearl_verl.dims import DIMENSIONS
 
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
 
 

@@ -33,6 +33,8 @@ from safetensors import safe_open
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the runs' readers and checks
 from test_main_ppo_on_cpu import RECIPE, assert_pearl_dumps, training_rows
 
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+
 BUCKET_MB = 1
 PROBS_BOUND = 2e-4
 """Largest |p_rollout - p_actor| of a token, as for the ``hf`` rollout (measured with vLLM: 4e-5 to 1e-4)."""

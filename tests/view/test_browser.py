@@ -2,7 +2,6 @@
 
 import json
 import random
-import time
 
 import pytest
 
@@ -113,7 +112,7 @@ def test_hostile_text_stays_text(run_folder, page_of):
     assert errors == []
 
 
-def test_ten_thousand_dialogues_stay_under_30_mb_and_open_in_seconds(tmp_path, page_of):
+def test_ten_thousand_dialogues_stay_under_30_mb_and_open(tmp_path, page_of):
     # text that compresses like prose (random words of a 2,000-word vocabulary), not like repeats: 14 turns of
     # about 200 characters (the paper's final tutor averages 6.9 rounds) and 24 rationales of about 100
     rng = random.Random(0)
@@ -136,11 +135,8 @@ def test_ten_thousand_dialogues_stay_under_30_mb_and_open_in_seconds(tmp_path, p
             row = {"step": 1 + i // 640, "uid": f"g{i // 8}", "episode": episode(turns, pid=f"p-{i // 8}"),
                    "judge": judge, "reward": 0.5, "shaped": [0.5] * 8, "advantage": 0.0}
             handle.write(json.dumps(row) + "\n")
-    start = time.perf_counter()
-    page, errors = page_of(big.parent)
-    seconds = time.perf_counter() - start
+    page, errors = page_of(big.parent)  # how fast: bench/bench_view.py (a busy machine is slower, not wrong)
     size = (tmp_path / "view.html").stat().st_size
     assert size < 30e6, size
     assert page.text_content("#count") == "10000 of 10000 dialogues match"
-    assert seconds < 120  # built and opened; BENCHMARKS.md has the times on 2 CPU cores
     assert errors == []
