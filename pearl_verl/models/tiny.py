@@ -100,27 +100,32 @@ def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 2048) -> PreT
     return fast
 
 
-TINY_HEAD_DIM = 16
-"""The tiny models' attention head size; a model for the vLLM rollout needs ``VLLM_MIN_HEAD_DIM``."""
+TINY_HEAD_DIM = 32
+"""The tiny models' attention head size: vLLM's CPU attention takes 32 and more
+(:data:`pearl_verl.verl_plugin.cpu.parts.VLLM_MIN_HEAD_DIM`), so one model serves both rollouts."""
+TINY_Q_WIDTH, TINY_KV_WIDTH = 64, 32
+"""The width of the query and of the key-value projections: whatever the head size, the same weights and cost
+(heads of 32: 2 query heads and 1 key-value head)."""
+
+
+def _heads(head_dim: int) -> dict:
+    if TINY_KV_WIDTH % head_dim:
+        raise ValueError(f"head_dim {head_dim} does not divide the key-value width {TINY_KV_WIDTH}")
+    return {"num_attention_heads": TINY_Q_WIDTH // head_dim, "num_key_value_heads": TINY_KV_WIDTH // head_dim,
+            "head_dim": head_dim}
 
 
 def tiny_qwen3_moe_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast, layers: int = 2,
                           head_dim: int = TINY_HEAD_DIM) -> Qwen3MoeConfig:
-    """A 2-layer, 4-expert (top-2) Qwen3-MoE config: the paper's architecture family at toy size.
-
-    Heads of 16 dimensions; vLLM's CPU attention takes 32 and more
-    (:data:`pearl_verl.verl_plugin.cpu.parts.VLLM_MIN_HEAD_DIM`), so a model for ``rollout.name=vllm`` is
-    built with ``head_dim=32``.
-    """
+    """A 2-layer, 4-expert (top-2) Qwen3-MoE config: the paper's architecture family at toy size, with heads of
+    :data:`TINY_HEAD_DIM` (its query and key-value widths fixed, so another head size keeps the cost)."""
     return Qwen3MoeConfig(
         vocab_size=vocab_size,
         hidden_size=64,
         intermediate_size=128,
         moe_intermediate_size=64,
         num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=head_dim,
+        **_heads(head_dim),
         num_experts=4,
         num_experts_per_tok=2,
         max_position_embeddings=4096,
@@ -139,9 +144,7 @@ def tiny_qwen3_config(vocab_size: int, tokenizer: PreTrainedTokenizerFast, layer
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=head_dim,
+        **_heads(head_dim),
         max_position_embeddings=4096,
         tie_word_embeddings=False,
         eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
@@ -159,7 +162,8 @@ def build_tiny_model(out_dir: str | Path, moe: bool = True, seed: int = 0, layer
         moe: Qwen3-MoE (default, as the paper's tutor) or dense Qwen3.
         seed: weight initialisation seed.
         layers: decoder layers (2: about 1 MB of float32 weights with MoE).
-        head_dim: size of an attention head (4 query and 2 key-value heads); 32 or more for vLLM.
+        head_dim: size of an attention head (its default: 2 query heads and 1 key-value head); 32 or more
+            for vLLM.
 
     Returns:
         ``out_dir`` as a Path.
