@@ -78,8 +78,9 @@ def late_training_reward(out: Path) -> float:
 
 def _run(watched_run, tmp_path: Path, data: Path, seed: int, rollout: str = "hf"):
     model = tmp_path / f"model{seed}-{rollout}"
+    head_dim = 32 if rollout == "vllm" else None
     subprocess.run(["python3", "-c", "import sys; from pathlib import Path; from pearl_verl.models.prepare import "
-                    f"prepare_model; prepare_model('tiny', Path(sys.argv[1]), seed={seed})",
+                    f"prepare_model; prepare_model('tiny', Path(sys.argv[1]), seed={seed}, head_dim={head_dim})",
                     str(model)], check=True, capture_output=True)
     env = {**os.environ, **SETTINGS, "SEED": str(seed), "OUT_DIR": str(tmp_path / f"seed{seed}-{rollout}"),
            "MODEL_PATH": str(model), "DATA_DIR": str(data), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

@@ -61,7 +61,7 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def tiny_moe(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_moe"), seed=0)  # heads of 32, as vLLM's CPU attention takes
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_moe"), seed=0, head_dim=32)  # vLLM's CPU attention: 32 up
 
 
 def _reload(tiny_moe, mode: str) -> dict:
