@@ -128,3 +128,36 @@ def well_formed(text: str, context: frozenset[str] = frozenset()) -> bool:
     """
     counted = legibility(text, context)
     return counted.words > 0 and counted.other == 0 and text.rstrip().endswith(SENTENCE_ENDS)
+
+
+DANGLING = frozenset(
+    "a an the my your our their of to and or but nor because if than whose let let's lets "
+    "what how why where who whom which when".split()
+)
+"""Words no English sentence ends on: articles, "my"/"your", "of"/"to", conjunctions, "let's", question words
+(a question ends with "?", and "Do you know why" is rare in a tutor's turn)."""
+_AUXILIARIES = frozenset("do does did can could would should will shall may might must is are was were have has had"
+                         .split())
+_SUBJECTS = frozenset("i you we they he she it".split())
+_QUESTION_WORDS = frozenset("what how why where who whom which when".split())
+_LAST_TOKENS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*|\d+(?:[.,]\d+)*%?", re.UNICODE)
+
+
+def unfinished(text: str) -> bool:
+    """Whether ``text`` stops where no sentence can end: "Well done! What do you", "Let's", "Look at the".
+
+    Only a message without a sentence end is read, and only its last words: a word of :data:`DANGLING`, or a
+    question left without its verb ("do you", "what is"). Teachers often leave out a final full stop ("Please
+    recheck your work"): that is finished. Of MRBench V2's 1,655 responses by teachers and LLM tutors, this
+    flags one, which its writer cut ("... depending on the retailer or"). A tutor model that learns to stop a
+    turn after its first cue words ("Well done! What do you") wrote no question, however the judge reads cues.
+    """
+    stripped = text.rstrip()
+    if stripped.endswith(SENTENCE_ENDS):
+        return False
+    words = [w.lower() for w in _LAST_TOKENS.findall(stripped.replace("\u2019", "'"))]
+    if not words:
+        return False
+    last, before = words[-1], words[-2] if len(words) > 1 else ""
+    return (last in DANGLING or (last in _SUBJECTS and before in _AUXILIARIES)
+            or (last in _AUXILIARIES and before in _QUESTION_WORDS))

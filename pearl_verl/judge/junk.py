@@ -53,6 +53,9 @@ KINDS: dict[str, Callable[[EpisodeRecord, int, random.Random], str]] = {
     "answer_stated": lambda e, i, rng: f"The answer is {e.problem.answer}.",
     # a clean question said over and over until the turn's token cap cuts it
     "question_repeated": lambda e, i, rng: " ".join([_clean(e, i, rng)] * 3) + " How did",
+    # praise and the first words of a question, then the turn ends: what a tiny tutor learned on a CPU judge
+    "praise_then_stop": lambda e, i, rng: rng.choice(("Well done! What do you", "Good job! Can you", "Great! What is")),
+    "lets_alone": lambda e, i, rng: "Let's",
 }
 """Kind -> the tutor turn it writes at index i of a dialogue."""
 

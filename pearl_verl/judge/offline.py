@@ -8,7 +8,8 @@ whether the student reached the answer. It returns the same :class:`JudgeResult`
 LLM judge (same criteria, scales, gate and dimension means), so the reward manager, the CLI and
 the estimator can run end to end on CPU.
 
-Tutor turns that are no tutoring (not language, a copy of the student or the problem, or a turn repeating itself) earn nothing:
+Tutor turns that are no tutoring (not language, unfinished, a copy of the student or the problem, or a turn repeating
+itself) earn nothing:
 :mod:`pearl_verl.judge.tutoring_turns` says which, and how the criteria read them.
 
 It is a HEURISTIC TEST DOUBLE for tests and CPU runs. Its scores are crude proxies; it is not the

@@ -1,7 +1,9 @@
 """Which tutor turns are turns of tutoring, for the CPU judges: no credit for text that is not teaching.
 
 A tutor turn is no turn of tutoring when it is not language (:mod:`pearl_verl.dialogue.legible`: letter soup,
-cue words inside junk, a bare "?"), when it copies the student's last turn or the problem statement (at
+cue words inside junk, a bare "?"), when it stops where no sentence can end
+(:func:`pearl_verl.dialogue.legible.unfinished`: a tiny tutor learned to stop after "Well done! What do you"), when it
+copies the student's last turn or the problem statement (at
 least :data:`COPY_SHARE` of its word pairs), or when it repeats itself (a sentence twice in one turn: a tiny tutor
 trained on the fitted judge learned to say "How did you get that together." over and over until its token cap,
 each copy one more question for the judge's n-grams). Both CPU judges (:mod:`pearl_verl.judge.offline`,
@@ -22,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
-from pearl_verl.dialogue.legible import context_words, is_language
+from pearl_verl.dialogue.legible import context_words, is_language, unfinished
 
 COPY_SHARE = 0.7
 """A turn whose word pairs are at least this share copied from the student's last turn or the problem is a copy."""
@@ -66,7 +68,8 @@ class TutoringTurns:
 
     Attributes:
         judged: indices of the judged tutor turns (from ``judged_from`` on).
-        invalid: those that are not language, copy the student's last turn or the problem, or repeat themselves.
+        invalid: those that are not language, stop unfinished, copy the student's last turn or the problem, or
+            repeat themselves.
     """
 
     judged: tuple[int, ...]
@@ -82,7 +85,7 @@ class TutoringTurns:
         if not self.invalid:
             return ""
         return (f"; credit x {self.share:.2f}: tutor turn(s) {list(self.invalid)} of {len(self.judged)} are no "
-                "tutoring (not language, a copy, or repeating itself)")
+                "tutoring (not language, unfinished, a copy, or repeating itself)")
 
 
 def tutoring_turns(episode: EpisodeRecord, judged_from: int = 0) -> TutoringTurns:
@@ -99,8 +102,8 @@ def tutoring_turns(episode: EpisodeRecord, judged_from: int = 0) -> TutoringTurn
         elif turn.role == TUTOR and i >= judged_from:
             judged.append(i)
             text = turn.text
-            if (not is_language(text, known) or copies(text, last_student) or copies(text, problem.question)
-                    or repeats_itself(text)):
+            if (not is_language(text, known) or unfinished(text) or copies(text, last_student)
+                    or copies(text, problem.question) or repeats_itself(text)):
                 invalid.append(i)
     return TutoringTurns(tuple(judged), tuple(invalid))
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pearl_verl.dialogue.answers import answers_match, last_boxed, numbers_in
-from pearl_verl.dialogue.legible import context_words, is_language
+from pearl_verl.dialogue.legible import context_words, is_language, unfinished
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
@@ -112,11 +112,12 @@ def read_tutor(
     ``context``: texts whose words count as words when judging whether the message is language (what the
     student has written so far); so do the problem's question, its worked solution and its steps, which hold
     the names, units and notation (``frac``, ``sqrt``, ``pmatrix``) a tutor quotes from them. A message that is
-    not language (letter soup around "Let's check that together?", a bare "?") is read as no move at all: a
-    student does not understand junk, and cue words inside it must not earn what a real hint earns.
+    not language (letter soup around "Let's check that together?", a bare "?") or that stops where no sentence
+    can end ("Well done! What do you") is read as no move at all: a student does not understand junk, and cue
+    words inside it must not earn what a real hint earns. The CPU judges read the same turns as no tutoring.
     """
     own = [problem.question, problem.reference_solution, *(s.text for s in decomposition.steps), *context]
-    if not is_language(message, context_words(own)):
+    if not is_language(message, context_words(own)) or unfinished(message):
         return TutorMove(legible=False)
     steps = addressed_steps(decomposition, message)
     step = steps[0] if steps else None

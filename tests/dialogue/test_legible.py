@@ -2,7 +2,7 @@
 
 import pytest
 
-from pearl_verl.dialogue.legible import context_words, is_language, legibility, well_formed
+from pearl_verl.dialogue.legible import context_words, is_language, legibility, unfinished, well_formed
 
 
 @pytest.mark.parametrize("text", [
@@ -66,3 +66,40 @@ def test_common_latex_commands_are_notation_and_a_backslash_before_soup_is_still
     assert is_language(r"So we take \frac{3}{4} of \sqrt{16}, and \begin{pmatrix} 1 \end{pmatrix} stays.")
     assert legibility(r"\frac{1}{2} \cdot x") == legibility("{1}{2} x")
     assert not is_language(r"\xqzv \plmk \frac{1}{2} ok")
+
+
+@pytest.mark.parametrize("text", [
+    "Well done! What do you",  # what a tiny tutor learned to stop after (docs/training.md)
+    "Let's",
+    "Let\u2019s",
+    "Good job! Can you",
+    "Great! What is",
+    "Now look at the",
+    "You took 5 away and",
+])
+def test_a_turn_that_stops_where_no_sentence_ends_is_unfinished(text):
+    assert unfinished(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Please recheck your work",  # teachers leave out the full stop: finished
+    "So we start with 50 minus 45",
+    "Ok, remember there are only 12 eggs to begin with",
+    "so for the first step, 18 units is $500, which is 80%",
+    "Thank you",
+    "What do you get?",
+    "Let's check that together.",
+    "",
+])
+def test_a_turn_that_could_end_where_it_does_is_not(text):
+    assert not unfinished(text)
+
+
+def test_of_mrbenchs_responses_only_the_one_its_writer_cut_is_unfinished():
+    import json
+
+    from pearl_verl.data.location import data_dir
+
+    conversations = json.loads((data_dir() / "mrbench" / "MRBench_V2.json").read_text())
+    cut = [r["response"] for c in conversations for r in c["anno_llm_responses"].values() if unfinished(r["response"])]
+    assert len(cut) == 1 and cut[0].rstrip().endswith("depending on the retailer or"), cut

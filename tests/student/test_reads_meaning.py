@@ -44,6 +44,8 @@ def _junk():
     junk["broken_characters"] = "Let\ufffds ch\ufffdck th\ufffdt t\ufffdgether? Wh\ufffdt do y\ufffdu g\ufffdt?"
     junk["broken_praise"] = "Go\ufffd\ufffdd j\ufffdb! Th\ufffdt\ufffds r\ufffdght."
     junk["letters_as_latex"] = "\\xqzv \\qwpo Let's check that together? \\plmk \\trzn"
+    junk["praise_then_stop"] = "Well done! What do you"  # stopped where no sentence ends
+    junk["lets_alone"] = "Let's"
     return junk
 
 
