@@ -72,9 +72,9 @@ def run_backend(backend: str, setting: str, steps: int, work: Path) -> dict:
 
 def prepare(setting: str, work: Path) -> None:
     model = work / f"model-{setting}"
-    # one model for both backends: the tiny one with heads of 32, which vLLM's CPU attention needs
+    # one model for both backends: the tiny one (heads of 32, which vLLM's CPU attention needs)
     subprocess.run([sys.executable, "-m", "pearl_verl.verl_plugin.smoke", "model", str(model), "--kind",
-                    SETTINGS[setting]["TUTOR"], "--head-dim", "32"], check=True, capture_output=True)
+                    SETTINGS[setting]["TUTOR"]], check=True, capture_output=True)
     subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(work / "data"),
                     "--conditions-per-problem", "2"], check=True, capture_output=True)
 

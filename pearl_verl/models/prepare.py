@@ -23,7 +23,7 @@ def prepare_model(spec: str, target: Path, seed: int = 0, head_dim: int | None =
             ships), or the path of an existing model directory.
         target: where ``tiny`` and ``smollm2`` are written (reused when already there).
         seed: initialisation seed of ``tiny``.
-        head_dim: attention head size of ``tiny`` (None: its default, 16; the vLLM rollout needs 32).
+        head_dim: attention head size of ``tiny`` (None: its default, 32, which both rollouts take).
 
     Raises:
         InputError: an unknown spec, or ``smollm2`` without its package or without ``gguf`` (which

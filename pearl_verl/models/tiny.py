@@ -100,10 +100,10 @@ def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 2048) -> PreT
     return fast
 
 
-TINY_HEAD_DIM = 16
-"""The tiny models' attention head size (4 query heads and 2 key-value heads); a model for the vLLM rollout needs
-``VLLM_MIN_HEAD_DIM`` (:mod:`pearl_verl.verl_plugin.cpu.parts`), 32: 2 query heads and 1 key-value head, at the same
-cost. Heads of 32 as everyone's default learned more but wrote fewer whole sentences (docs/training.md)."""
+TINY_HEAD_DIM = 32
+"""The tiny models' attention head size: 2 query heads and 1 key-value head of 32, the smallest size vLLM's CPU
+attention takes (``VLLM_MIN_HEAD_DIM``, :mod:`pearl_verl.verl_plugin.cpu.parts`), so one model serves both rollouts.
+``head_dim=16`` builds the 4 and 2 heads of 16 it had before, at the same cost (docs/training.md compares them)."""
 TINY_Q_WIDTH, TINY_KV_WIDTH = 64, 32
 """The width of the query and of the key-value projections: whatever the head size, the same weights and cost, so
 the two rollouts compare at equal model cost."""
@@ -163,7 +163,8 @@ def build_tiny_model(out_dir: str | Path, moe: bool = True, seed: int = 0, layer
         moe: Qwen3-MoE (default, as the paper's tutor) or dense Qwen3.
         seed: weight initialisation seed.
         layers: decoder layers (2: about 1 MB of float32 weights with MoE).
-        head_dim: size of an attention head (16: 4 query and 2 key-value heads; 32, for vLLM: 2 and 1).
+        head_dim: size of an attention head (32, the default, which vLLM takes: 2 query and 1 key-value heads;
+            16: 4 and 2).
 
     Returns:
         ``out_dir`` as a Path.

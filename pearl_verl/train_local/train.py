@@ -39,7 +39,6 @@ from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout,
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides
 from pearl_verl.train_local.verl_run import checkpoint_dir, hf_export, validation_overrides
-from pearl_verl.verl_plugin.cpu.parts import VLLM_MIN_HEAD_DIM
 from pearl_verl.write_whole import write_whole
 
 logger = logging.getLogger(__name__)
@@ -150,8 +149,7 @@ class LocalRun:
         random.seed(config.seed)
         torch.manual_seed(config.seed)
         install_host_cpu_platform()  # the checks below read verl's device from it
-        head_dim = VLLM_MIN_HEAD_DIM if config.rollout == "vllm" else None  # vLLM's CPU attention: heads of 32 up
-        self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed, head_dim=head_dim).resolve()
+        self.model_dir = prepare_model(config.model, self.out / "model", seed=config.seed).resolve()
         self.cold_start_checkpoint = checkpoint_dir(self.out, 0)
         self.cold_start_dir = hf_export(self.out, 0)
         self.policy_dir = self.cold_start_dir if config.cold_start_steps else self.model_dir

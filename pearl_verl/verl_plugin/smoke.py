@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model.add_argument("out", type=Path)
     model.add_argument("--kind", choices=("smollm2", "tiny"), default="smollm2")
     model.add_argument("--head-dim", type=POSITIVE.flag, default=None,
-                       help="attention head size of the tiny model (vLLM's CPU attention needs 32 or more)")
+                       help="attention head size of the tiny model (default 32; vLLM's CPU attention needs 32 or more)")
     check = sub.add_parser("check", help="the smoke run's verdict")
     check.add_argument("--metrics", type=Path, required=True)
     check.add_argument("--initial", type=Path, required=True)

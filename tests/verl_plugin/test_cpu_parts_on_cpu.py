@@ -172,7 +172,7 @@ def test_the_vllm_rollout_on_the_cpu_is_checked_before_ray_starts(tmp_path, monk
     from pearl_verl.errors import InputError
     from pearl_verl.verl_plugin.cpu.parts import check_cpu_rollout, model_head_dim
 
-    small, large = prepare_model("tiny", tmp_path / "small"), prepare_model("tiny", tmp_path / "large", head_dim=32)
+    small, large = prepare_model("tiny", tmp_path / "small", head_dim=16), prepare_model("tiny", tmp_path / "large")
     assert (model_head_dim(small), model_head_dim(large), model_head_dim(tmp_path / "nowhere")) == (16, 32, None)
     check_cpu_rollout(_rollout_config(small))  # not a CPU process: verl's own checks apply
     monkeypatch.setenv("VERL_PLATFORM", "cpu")

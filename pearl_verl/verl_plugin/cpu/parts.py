@@ -110,8 +110,8 @@ def check_cpu_rollout(config: Any) -> None:
     head = model_head_dim(Path(str(config.actor_rollout_ref.model.path)))
     if head is not None and head < VLLM_MIN_HEAD_DIM:
         raise InputError(f"{config.actor_rollout_ref.model.path}: attention heads of {head}; vLLM's CPU attention "
-                         f"takes {VLLM_MIN_HEAD_DIM} and more (the tiny model for vLLM: "
-                         "python -m pearl_verl.verl_plugin.smoke model DIR --kind tiny --head-dim 32)")
+                         f"takes {VLLM_MIN_HEAD_DIM} and more (pearl-verl's tiny model has heads of 32: "
+                         "python -m pearl_verl.verl_plugin.smoke model DIR --kind tiny)")
 
 
 def model_head_dim(model: Path) -> int | None:

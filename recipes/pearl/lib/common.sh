@@ -56,9 +56,7 @@ role_settings() {
 # (python -m pearl_verl.verl_plugin.smoke check; exit 1 on a failed check).
 checked_run() {
     local kind=$1 start
-    # vLLM's CPU attention takes heads of 32 and more: the tiny model it serves is built with such heads
-    [[ -f "$MODEL_PATH/config.json" ]] || python3 -m pearl_verl.verl_plugin.smoke model "$MODEL_PATH" --kind "$kind" \
-        --head-dim "$( [[ "${ROLLOUT_NAME:-}" == vllm ]] && echo 32 || echo 16 )"
+    [[ -f "$MODEL_PATH/config.json" ]] || python3 -m pearl_verl.verl_plugin.smoke model "$MODEL_PATH" --kind "$kind"
     [[ -f "$DATA_DIR/train.parquet" ]] || pearl-verl prepare-data mathdial=@fixture -o "$DATA_DIR" --conditions-per-problem 2
     mkdir -p "$OUT_DIR"
     export VERL_FILE_LOGGER_PATH="$OUT_DIR/metrics.jsonl"
