@@ -8,7 +8,7 @@ turns are one token long, so the rewarded token is the first of its turn and the
 mask must cover. verl's validation (greedy, the held-out val parquet) before training and at the
 last step must show the probe reward rising by at least 0.3, and the sampled training reward must reach 0.35 in
 one of the last 3 steps, in each of seeds 0 and 1, run at once in
-the default suite; seed 2, the third of the documented claim, is marked ``long`` (on a 2-core AVX2
+the default suite; the third of the documented claim (seed 3, :data:`THIRD_SEED`) is marked ``long`` (on a 2-core AVX2
 machine the three at once took 22-25 minutes of CI's 90; two take about two thirds of that). A flipped
 advantage sign, a rollout server that never receives the new weights, or a response mask shifted
 by one token each make it fail (measured once each, docs/training.md); "parameters changed"
@@ -43,7 +43,9 @@ pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "pearl" / "run_cpu_pearl_gspo.sh"
 SEEDS = (0, 1)
-THIRD_SEED = 2
+THIRD_SEED = 3
+"""Seed 2 until 2026-12-06: with heads of 32 its untrained model already opens every greedy held-out turn with a
+capital (1.000 at step 0), which leaves nothing to learn; seed 3 starts at 0.000 (seed 4 at 0.375)."""
 VLLM_SEED = 1
 STEPS = 30
 MIN_GAIN = 0.3
