@@ -3,11 +3,11 @@
     python bench/learning_sabotage.py                 # sign, sync and mask at once, the test's third seed
     python bench/learning_sabotage.py --kinds sign    # one of them
 
-Each sabotage runs ``tests/verl_plugin/test_main_ppo_learning_on_cpu.py``'s one-seed test (``THIRD_SEED``, marked ``long``)
-in its own pytest process, all at once (one thread each, as the test's seeds run). A sabotage is caught when that
-test fails because the held-out probe reward did not rise or the training reward stayed low; a run that fails for
-another reason (a crash) is reported as such, not as caught. Prints one line per sabotage with the held-out reward
-step 0 -> 20 and the late training reward.
+Each sabotage runs ``tests/verl_plugin/test_main_ppo_learning_on_cpu.py``'s one-seed test (``THIRD_SEED``, marked
+``long``) in its own pytest process, all at once (one thread each, as the test's seeds run). A sabotage is caught
+when that test fails because the held-out probe reward did not rise or the training reward stayed low; a run that
+fails for another reason (a crash) is reported as such, not as caught. Prints one line per sabotage with the held-out
+reward from step 0 to the last step and the late training reward.
 """
 
 from __future__ import annotations
