@@ -130,17 +130,14 @@ def well_formed(text: str, context: frozenset[str] = frozenset()) -> bool:
     return counted.words > 0 and counted.other == 0 and text.rstrip().endswith(SENTENCE_ENDS)
 
 
-DANGLING = frozenset(
-    "a an the my your our their of to and or but nor because if than whose let let's lets "
-    "what how why where who whom which when".split()
-)
+_QUESTION_WORDS = frozenset("what how why where who whom which when".split())
+DANGLING = frozenset("a an the my your our their of to and or but nor because if than whose let let's lets".split()
+                     ) | _QUESTION_WORDS
 """Words no English sentence ends on: articles, "my"/"your", "of"/"to", conjunctions, "let's", question words
 (a question ends with "?", and "Do you know why" is rare in a tutor's turn)."""
 _AUXILIARIES = frozenset("do does did can could would should will shall may might must is are was were have has had"
                          .split())
 _SUBJECTS = frozenset("i you we they he she it".split())
-_QUESTION_WORDS = frozenset("what how why where who whom which when".split())
-_LAST_TOKENS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*|\d+(?:[.,]\d+)*%?", re.UNICODE)
 
 
 def unfinished(text: str) -> bool:
@@ -155,9 +152,16 @@ def unfinished(text: str) -> bool:
     stripped = text.rstrip()
     if stripped.endswith(SENTENCE_ENDS):
         return False
-    words = [w.lower() for w in _LAST_TOKENS.findall(stripped.replace("\u2019", "'"))]
+    words = [t.lower() for t in _TOKEN.findall(stripped.replace("\u2019", "'")) if t[0].isalnum()]
     if not words:
         return False
     last, before = words[-1], words[-2] if len(words) > 1 else ""
     return (last in DANGLING or (last in _SUBJECTS and before in _AUXILIARIES)
             or (last in _AUXILIARIES and before in _QUESTION_WORDS))
+
+
+def is_message(text: str, context: frozenset[str] = frozenset()) -> bool:
+    """Whether a reader takes ``text`` as a message at all: language (:func:`is_language`) that does not stop where
+    no sentence can end (:func:`unfinished`). The CPU judges credit a tutor turn, and the simulated student moves on
+    it, only when this holds, so what the judge pays for is what the student understands."""
+    return is_language(text, context) and not unfinished(text)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
-from pearl_verl.dialogue.legible import context_words, is_language, unfinished
+from pearl_verl.dialogue.legible import context_words, is_message
 
 COPY_SHARE = 0.7
 """A turn whose word pairs are at least this share copied from the student's last turn or the problem is a copy."""
@@ -102,8 +102,8 @@ def tutoring_turns(episode: EpisodeRecord, judged_from: int = 0) -> TutoringTurn
         elif turn.role == TUTOR and i >= judged_from:
             judged.append(i)
             text = turn.text
-            if (not is_language(text, known) or unfinished(text) or copies(text, last_student)
-                    or copies(text, problem.question) or repeats_itself(text)):
+            if (not is_message(text, known) or copies(text, last_student) or copies(text, problem.question)
+                    or repeats_itself(text)):
                 invalid.append(i)
     return TutoringTurns(tuple(judged), tuple(invalid))
 

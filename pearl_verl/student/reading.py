@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pearl_verl.dialogue.answers import answers_match, last_boxed, numbers_in
-from pearl_verl.dialogue.legible import context_words, is_language, unfinished
+from pearl_verl.dialogue.legible import context_words, is_message
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
@@ -117,7 +117,7 @@ def read_tutor(
     words inside it must not earn what a real hint earns. The CPU judges read the same turns as no tutoring.
     """
     own = [problem.question, problem.reference_solution, *(s.text for s in decomposition.steps), *context]
-    if not is_language(message, context_words(own)) or unfinished(message):
+    if not is_message(message, context_words(own)):
         return TutorMove(legible=False)
     steps = addressed_steps(decomposition, message)
     step = steps[0] if steps else None
