@@ -25,7 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${TUTOR:=tiny}"                      # tiny | smollm2 (MODEL_PATH, when set, is used as it is)
 : "${OUT_DIR:=outputs/cpu_pearl_gspo}"
 : "${ROLLOUT_NAME:=hf}"                  # hf | vllm
-: "${MODEL_PATH:=$OUT_DIR/model-$TUTOR$([[ $TUTOR == tiny && $ROLLOUT_NAME == vllm ]] && echo -vllm)}"  # larger heads
+: "${MODEL_PATH:=$OUT_DIR/model-$TUTOR}"  # one model for both rollouts (the tiny one has heads of 32)
 : "${DATA_DIR:=$OUT_DIR/data}"
 : "${STUDENT_BASE_URL:=}"
 : "${STUDENT_MODEL:=pearl-student}"
@@ -43,7 +43,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${MAX_RESPONSE_LENGTH:=1024}"
 : "${MAX_TUTOR_TURNS:=4}"
 : "${MAX_TOKENS_PER_TURN:=24}"
-: "${PPO_MAX_TOKEN_LEN_PER_GPU:=16384}"
+# tokens a micro-batch: at 16,384, SmolLM2's 49,152-token vocabulary took the update to 15 GB (Ray's OOM kill)
+: "${PPO_MAX_TOKEN_LEN_PER_GPU:=$([[ $TUTOR == smollm2 ]] && echo 4096 || echo 16384)}"
 : "${ACTOR_LR:=1e-4}"
 : "${ROLLOUT_DTYPE:=float32}"
 : "${SEED:=42}"                          # data order, rollout sampling, mini-batch shuffling

@@ -399,3 +399,26 @@ def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(tmp_path
     bad = subprocess.run(["bash", str(RECIPES / "run_cpu_pearl_gspo.sh"), "--dry-run"], capture_output=True, text=True,
                          env={**os.environ, "DATA_DIR": str(tmp_path), "ROLLOUT_NAME": "sglang"})
     assert bad.returncode == 2 and "ROLLOUT_NAME=sglang: this recipe runs hf or vllm" in bad.stderr
+
+
+def test_the_cpu_recipe_bounds_smollm2s_micro_batches_and_serves_one_model_on_both_rollouts(tmp_path):
+    """SmolLM2's 49,152-token vocabulary took verl's update to 15 GB at the tiny model's 16,384 tokens a micro-batch
+    (Ray killed the run on 24 GB, BENCHMARKS.md): the recipe takes 4,096 for it, which still holds a whole dialogue."""
+    def token_budgets(**env):
+        overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, **env)
+        return {o.split("=")[0]: int(o.split("=")[1]) for o in overrides if "max_token_len_per_gpu=" in o}
+
+    tiny, smollm2 = token_budgets(), token_budgets(TUTOR="smollm2")
+    assert set(tiny) == set(smollm2) and len(tiny) == 3
+    assert set(tiny.values()) == {16384} and set(smollm2.values()) == {4096}
+    config = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, TUTOR="smollm2")
+    assert config.data.max_prompt_length + config.data.max_response_length <= 4096
+
+    def model_path(rollout):
+        env = {k: v for k, v in os.environ.items() if k != "MODEL_PATH"}
+        proc = subprocess.run(["bash", str(RECIPES / "run_cpu_pearl_gspo.sh"), "--dry-run"], capture_output=True,
+                              text=True, check=True, env={**env, "DATA_DIR": str(tmp_path), "ROLLOUT_NAME": rollout,
+                                                          "OUT_DIR": str(tmp_path / "out")})
+        return next(o for o in proc.stdout.splitlines() if o.startswith("actor_rollout_ref.model.path="))
+
+    assert model_path("hf") == model_path("vllm")  # the tiny model has heads of 32, which vLLM's CPU attention takes
