@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+# The two tests that run verl's trainer are marked serial (one at a time under pytest-xdist, tests/conftest.py); the
+# others fail before any trainer starts or replace it, and run on the other worker beside them
 
 SMALL = [
     "--num-problems", "2", "--batch-problems", "1", "--group-size", "2", "--max-tutor-turns", "2",
@@ -86,6 +87,7 @@ def _checkpointed_not_logged(out: Path, step: int) -> bool:
 STOPPED = "pearl-verl train-local: stopped by SIGTERM; the same command with --resume goes on from its last checkpoint"
 
 
+@pytest.mark.serial
 def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp_path, processes_with):
     out = tmp_path / "run"
     marker = f"pearl-test-{uuid.uuid4().hex}"
@@ -288,6 +290,7 @@ def test_a_resume_starts_from_what_the_stopped_run_finished(tmp_path, make_episo
     assert [(row["step"], row["slot"]) for row in held] == [(2, [0, 0, 0]), (2, [0, 0, 1])]
 
 
+@pytest.mark.serial
 def test_a_run_whose_judge_is_down_stops_with_the_failure_guard_and_a_resumable_checkpoint(tmp_path):
     out = tmp_path / "down"
     down = ["reward.reward_kwargs.backend=llm", "+reward.reward_kwargs.base_url=http://127.0.0.1:9/v1",

@@ -2,13 +2,13 @@
 
 import json
 
-import pytest
 from verl.trainer.ppo import core_algos
 
 from pearl_verl.cli import main
 from pearl_verl.verl_plugin import doctor
 
-pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)
+# Not serial: the doctor's probes are fresh processes that import verl and vLLM and start neither a trainer nor an
+# engine, so they run beside verl's runs under pytest-xdist
 
 
 def test_doctor_passes_on_this_install(capsys):
