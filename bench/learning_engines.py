@@ -44,11 +44,8 @@ def _test_module():
 def run_engine(test, engine: str, seeds: list[int], work: Path, data: Path) -> dict:
     commands = []
     for seed in seeds:
-        model = work / f"model{seed}"
-        prepare_model("tiny", model, seed=seed)  # once: the second engine finds it
-        env = {**test.SETTINGS, "SEED": str(seed), "OUT_DIR": str(work / f"seed{seed}-{engine}"),
-               "MODEL_PATH": str(model), "DATA_DIR": str(data), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "RAY_NUM_CPUS": "16", "ROLLOUT_NAME": engine}
+        env = test.run_env(work, data, seed, engine)
+        prepare_model("tiny", Path(env["MODEL_PATH"]), seed=seed)
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         commands.append(f"env {assignments} bash {shlex.quote(str(test.RECIPE))} "
                         f"> {shlex.quote(str(work / f'seed{seed}-{engine}.log'))} 2>&1 &")
@@ -76,9 +73,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="pearl-learning-engines-") as tmp:
         work = Path(tmp)
-        data = work / "data"
-        subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(data),
-                        "--conditions-per-problem", "2"], check=True, capture_output=True)
+        data = test.prepared_data(work)
         for engine in args.engines.split(","):
             rows.append(run_engine(test, engine, seeds, work, data))
     print("| engine | seeds at once | wall (s) | peak RSS, all runs (GiB) | processes | held-out probe reward, "

