@@ -96,6 +96,7 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
         f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={c.micro_batch_size}",
         f"actor_rollout_ref.rollout.n={c.group_size}",
         f"actor_rollout_ref.rollout.temperature={c.temperature}",
+        f"actor_rollout_ref.rollout.top_k={c.top_k or -1}",
         f"actor_rollout_ref.rollout.prompt_length={c.prompt_length}",
         f"actor_rollout_ref.rollout.response_length={c.response_length}",
         f"actor_rollout_ref.rollout.seed={c.seed}",

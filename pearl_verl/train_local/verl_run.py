@@ -70,7 +70,7 @@ def validation_overrides(*, folder: Path, problems: int, dialogues_per_problem: 
                          before_training: bool) -> list[str]:
     """The held-out evaluation as verl's validation of ``data.val_files``: before training (the policy RL starts
     from), every ``every`` steps and at the last, ``dialogues_per_problem`` sampled dialogues per problem at the
-    training temperature, in the order of the file; ``pearl_sync`` writes the judged dialogues to ``folder``.
+    training temperature and top-k, in the order of the file; ``pearl_sync`` writes the judged dialogues to ``folder``.
     No validation when ``problems`` is 0."""
     if not problems:
         return ["trainer.test_freq=-1", "trainer.val_before_train=False"]
@@ -83,7 +83,7 @@ def validation_overrides(*, folder: Path, problems: int, dialogues_per_problem: 
         "actor_rollout_ref.rollout.val_kwargs.temperature=${actor_rollout_ref.rollout.temperature}",
         "actor_rollout_ref.rollout.val_kwargs.do_sample=True",
         "actor_rollout_ref.rollout.val_kwargs.top_p=1.0",
-        "actor_rollout_ref.rollout.val_kwargs.top_k=-1",
+        "actor_rollout_ref.rollout.val_kwargs.top_k=${actor_rollout_ref.rollout.top_k}",
     ]
 
 

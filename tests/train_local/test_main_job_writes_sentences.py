@@ -1,6 +1,6 @@
 """The main job's tutor writes sentences: train-local's defaults (the tiny model, its cold start of 40 SFT steps on the
-scripted teachers, the rollout's temperature, the 24-token turn cap), one RL step through verl's main_ppo, and the
-held-out tutor turns where RL starts and after the step are complete sentences of words.
+scripted teachers, the rollout's temperature and top-k, the 24-token turn cap), one RL step through verl's main_ppo,
+and the held-out tutor turns where RL starts and after the step are complete sentences of words.
 
 The run is the main job cut short: fewer held-out problems and one step, everything that shapes a tutor turn as it
 is. The share after 20 steps is measured in docs/training.md (3 seeds); this test keeps a change to the tokenizer,

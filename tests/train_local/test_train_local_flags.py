@@ -19,6 +19,7 @@ BAD = [
     ("--cold-start-steps", "-1", "a whole number from 0 to"),
     ("--temperature", "-1", "a finite number greater than 0 and at most 10"),
     ("--temperature", "0", "a finite number greater than 0 and at most 10"),
+    ("--top-k", "-1", "a whole number from 0 to"),
     ("--response-length", "-1", "a whole number from 1 to"),
     ("--eval-problems", "-3", "a whole number from 0 to"),
     ("--cold-start-dialogues", "0", "a whole number from 1 to"),

@@ -256,6 +256,19 @@ def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_a
         "actor_rollout_ref.actor.clip_ratio_high"}
 
 
+def test_train_local_samples_training_and_held_out_dialogues_from_its_top_k(tmp_path):
+    """The main job's tutor draws from the k most likely tokens when it trains and when it is evaluated (one policy
+    measured as it was trained); 0 is verl's -1, all tokens."""
+    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.runtime import compose_verl_config
+
+    default = LocalTrainConfig().top_k
+    assert default > 0
+    for top_k, in_verl in ((default, default), (7, 7), (0, -1)):
+        rollout = compose_verl_config(_train_local_overrides(tmp_path, top_k=top_k)).actor_rollout_ref.rollout
+        assert rollout.top_k == rollout.val_kwargs.top_k == in_verl
+
+
 def test_the_method_is_written_once_in_the_pearl_configs(tmp_path):
     """No recipe and no train-local override sets a key of config/parts/adv_gspo.yaml or method.yaml: they are read
     from there, by every run."""
@@ -296,13 +309,14 @@ SFT_METHOD = {
 }
 
 
-def _train_local_overrides(tmp_path: Path, rollout: str = "hf") -> list[str]:
-    """What train-local's RL stage composes at its defaults (``LocalRun.overrides`` without building a run)."""
+def _train_local_overrides(tmp_path: Path, rollout: str = "hf", **settings) -> list[str]:
+    """What train-local's RL stage composes at its defaults, or at ``settings`` (``LocalRun.overrides`` without
+    building a run)."""
     from pearl_verl.train_local.config import LocalTrainConfig
     from pearl_verl.train_local.train import algorithm_overrides
     from pearl_verl.train_local.verl_run import rl_overrides, validation_overrides
 
-    c = LocalTrainConfig()
+    c = LocalTrainConfig(**settings)
     return [*algorithm_overrides(c),
             *rl_overrides(out=tmp_path, policy=tmp_path / "p", data=tmp_path / "d", steps=c.steps, save_freq=c.save_every,
                           start="disable", judge="offline", rollout_dtype="float32", rollout=rollout),
