@@ -7,22 +7,28 @@ from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
+from pearl_verl.judge.backends import JUDGE_BACKENDS, judge_backends, require_endpoint_flags_of
 from pearl_verl.judge.config import JudgeConfig
-from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.student.config import StudentConfig
 
-OFFLINE_JUDGE_LABEL = "offline HeuristicJudge (a CPU test double: NOT the paper's judge, NOT an external evaluator)"
 _JUDGE_DEFAULTS = JudgeConfig(backend="offline")
-_JUDGE_FIELDS = ("samples", "temperature", "top_k", "max_tokens")
-"""The judge's sampling settings the evaluation commands take, as ``--judge-samples`` and so on."""
+_JUDGES = judge_backends(scores_criteria=True)
+"""The backends an evaluation can score with: those that score the rubric's criteria (not the probes)."""
+_JUDGE_FIELDS = ("samples", "temperature", "top_k", "max_tokens",
+                 *dict.fromkeys(p for name in _JUDGES for p in JUDGE_BACKENDS[name].params))
+"""The judge's sampling settings and its backends' own settings that the evaluation commands take, as
+``--judge-samples`` and so on."""
 
 
 def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) -> None:
     """``--judge`` and its endpoint flags."""
-    choices = ("llm", "offline", "none") if allow_none else ("llm", "offline")
+    choices = (*_JUDGES, "none") if allow_none else _JUDGES
     group = parser.add_argument_group("judge (the trained PEARL judge, or an external evaluator model)")
     group.add_argument(
-        "--judge", choices=choices, default="llm", help="llm endpoint, offline heuristic test double, or none"
+        "--judge", choices=choices, default="llm",
+        help="llm endpoint, a CPU judge (fitted: one-turn criteria fitted to teachers' labels; offline: the heuristic "
+             "test double)" + (", or none" if allow_none else ""),
     )
     add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(_JUDGE_DEFAULTS))
     group.add_argument("--judge-label", help="how tables name the scorer, e.g. 'PEARL-RM' or 'external evaluator X'")
@@ -34,18 +40,17 @@ def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
     """The judge the flags describe; None for ``--judge none``."""
     if args.judge == "none":
         return None
-    if args.judge == "llm":
-        require_endpoint_flags(args, "judge-", "judge", "--judge offline (a CPU test double)")
+    require_endpoint_flags_of(args, args.judge, "judge-", "--judge")
     values = config_values(args, _JUDGE_FIELDS, "judge-")
     return JudgeConfig(backend=args.judge, **endpoint_values(args, "judge-"), **{**values, "top_k": values["top_k"] or None})
 
 
 def judge_label(args: argparse.Namespace) -> str:
-    """How tables name the scorer; the offline judge is always named as the test double it is."""
-    if args.judge == "offline":
-        return OFFLINE_JUDGE_LABEL
+    """How tables name the scorer; a CPU judge is always named for what it is (its backend's ``label``)."""
     if args.judge == "none":
         return "not judged"
+    if JUDGE_BACKENDS[args.judge].label:
+        return JUDGE_BACKENDS[args.judge].label
     return args.judge_label or f"LLM judge {args.judge_model} at {args.judge_base_url}"
 
 
@@ -60,6 +65,7 @@ def judge_setup(args: argparse.Namespace) -> dict[str, Any]:
         "temperature": args.judge_temperature,
         "top_k": args.judge_top_k,
         "structured_output": args.judge_structured_output,
+        **({p: getattr(args, f"judge_{p}") for p in JUDGE_BACKENDS[args.judge].params} if args.judge != "none" else {}),
     }
 
 

@@ -107,9 +107,10 @@ def build_scorer(args: argparse.Namespace):
 
     if args.rm == "judge":
         from pearl_verl.eval.common_cli import judge_config, judge_label
+        from pearl_verl.judge.backends import JUDGE_BACKENDS
         from pearl_verl.judge.config import build_judge
 
-        label = judge_label(args) if args.judge == "offline" else (args.label or judge_label(args))
+        label = judge_label(args) if JUDGE_BACKENDS[args.judge].label else (args.label or judge_label(args))
         return JudgeScorer(build_judge(judge_config(args)), label)
     if args.rm == "pairwise":
         if not args.rm_base_url or not args.rm_model:

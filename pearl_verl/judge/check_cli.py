@@ -14,13 +14,14 @@ from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
+from pearl_verl.judge.backends import require_endpoint_flags_of
 from pearl_verl.judge.calibration import MIN_AGREEMENT, MIN_PARSE_RATE, load_pairs, shipped_pairs_path
 from pearl_verl.judge.check_report import finish_check
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.human_agreement import HUMAN_MIN_AGREEMENT, MEASURED_SPLITS
 from pearl_verl.judge.judge_cli import JUDGE_DEFAULTS, JUDGE_FIELDS
 from pearl_verl.judge.scoring import AGGREGATES
-from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.out_paths import output_file
 from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import POSITIVE, SHARE
@@ -75,8 +76,7 @@ def run_check(args: argparse.Namespace) -> int:
         raise InputError("--splits and --limit go with --human.")
     pairs = load_pairs(args.pairs or shipped_pairs_path())
     min_agreement = MIN_AGREEMENT if args.min_agreement is None else args.min_agreement
-    if args.backend == "llm":
-        require_endpoint_flags(args, "", "judge", "--backend offline (a CPU test double)")
+    require_endpoint_flags_of(args, args.backend)
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     judge = build_judge(config)
     if config.needs_endpoint:  # a hanging server would otherwise look like a hanging command

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.judge.config import CPU_JUDGE_NOTES
+from pearl_verl.judge.backends import JUDGE_BACKENDS
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.write_whole import write_whole
 
@@ -18,7 +18,7 @@ def finish_check(result: dict[str, Any], judge: Any, backend: str, output: Path 
     Args:
         result: the report (``passed``, ``verdict``, ``failures``).
         judge: the judge that was checked (its usage meter says which structured output the server took).
-        backend: the judge backend; a CPU judge is named for what it is (``CPU_JUDGE_NOTES``).
+        backend: the judge backend; a CPU judge is named for what it is (its ``note``).
         output: where ``-o`` asked for the JSON report, or None.
 
     Returns:
@@ -27,8 +27,8 @@ def finish_check(result: dict[str, Any], judge: Any, backend: str, output: Path 
     note = UsageMeter.note_of(judge)
     if note:
         print(note)
-    if backend in CPU_JUDGE_NOTES:
-        print(f"note: {CPU_JUDGE_NOTES[backend]}")
+    if JUDGE_BACKENDS[backend].note:
+        print(f"note: {JUDGE_BACKENDS[backend].note}")
     if output:
         write_whole(output, json.dumps(result, indent=2) + "\n")
     if result["passed"]:

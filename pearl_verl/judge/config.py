@@ -1,32 +1,25 @@
 """The judge's settings (``+reward.reward_kwargs.*`` in verl, flags of ``pearl-verl judge``).
 
-One frozen dataclass for both backends: ``llm`` (an OpenAI-compatible endpoint, e.g. the
-finetuned Qwen3-32B judge behind ``vllm serve``) and ``offline`` (the heuristic test double, for
-tests and CPU runs only; never the paper's judge).
+One frozen dataclass for every backend (:mod:`pearl_verl.judge.backends`): ``llm`` (an OpenAI-compatible endpoint,
+e.g. the finetuned Qwen3-32B judge behind ``vllm serve``) and the CPU judges (never the paper's judge).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pearl_verl.config import build_dataclass
+from pearl_verl.judge.backends import CPU_JUDGES, JUDGE_BACKENDS, PromptBuilder
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.settings import EndpointSettings
-from pearl_verl.llm.types import Message, SamplingConfig
+from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.ranges import COUNT, Range
 
-BACKENDS: tuple[str, ...] = ("llm", "offline", "fitted", "probe", "probe-openings")  # judge.probe.PROBES
-"""``llm`` is the paper's judge; the others run on a CPU without an endpoint (``probe*``: :mod:`pearl_verl.judge.probe`)."""
-
-CPU_JUDGE_NOTES: Mapping[str, str] = {
-    "offline": "offline heuristic judge (a CPU test double), not the paper's judge",
-    "fitted": "fitted CPU judge (one-turn criteria learned from teachers' labels, the rest heuristic), not the "
-              "paper's judge",
-}
-"""What a report says of a CPU judge's scores, so that no table passes them off as the paper's judge."""
+BACKENDS: tuple[str, ...] = tuple(JUDGE_BACKENDS)
+"""Every backend's name, in the table's order."""
 
 
 @dataclass(frozen=True)
@@ -84,11 +77,11 @@ class JudgeConfig(EndpointSettings):
 
     @property
     def needs_endpoint(self) -> bool:
-        return self.backend == "llm"
+        return JUDGE_BACKENDS[self.backend].needs_endpoint
 
     def missing_endpoint_message(self) -> str:
-        return (f"judge backend 'llm' needs base_url and model {self.endpoint_hint()}, or backend=fitted (or offline) "
-                "on a CPU.")
+        return (f"judge backend {self.backend!r} needs base_url and model {self.endpoint_hint()}, or "
+                f"backend={' or '.join(CPU_JUDGES)} on a CPU.")
 
     def sampling(self) -> SamplingConfig:
         """Sampling of one judge request (``n`` = samples when they share a request)."""
@@ -104,8 +97,8 @@ def judge_config_from_mapping(values: Mapping[str, Any] | None, path: str = "rew
     return build_dataclass(JudgeConfig, dict(values or {}), path)
 
 
-def build_judge(config: JudgeConfig, prompt: Callable[..., list[Message]] | None = None) -> TutoringJudge:
-    """The judge ``config`` describes: an :class:`LLMJudge` over the shared client, or the heuristic.
+def build_judge(config: JudgeConfig, prompt: PromptBuilder | None = None) -> TutoringJudge:
+    """The judge ``config.backend`` names (:data:`~pearl_verl.judge.backends.JUDGE_BACKENDS`).
 
     Args:
         config: the settings.
@@ -113,30 +106,4 @@ def build_judge(config: JudgeConfig, prompt: Callable[..., list[Message]] | None
             :func:`~pearl_verl.judge.prompt.one_turn_messages`); None for the whole-dialogue prompt.
             The other backends have no prompt and ignore it.
     """
-    if config.backend == "offline":
-        from pearl_verl.judge.offline import HeuristicJudge
-
-        return HeuristicJudge()
-    if config.backend == "fitted":
-        from pathlib import Path
-
-        from pearl_verl.judge.fitted.judge import FittedJudge
-
-        return FittedJudge(Path(config.fitted_params) if config.fitted_params else None)
-    if config.backend.startswith("probe"):
-        from pearl_verl.judge.probe import PROBES, ProbeJudge
-
-        return ProbeJudge(PROBES[config.backend])
-    from pearl_verl.judge.llm_judge import LLMJudge
-    from pearl_verl.llm.client import OpenAIChatClient
-
-    client = OpenAIChatClient(config.endpoint(), config.sampling(), seed=config.seed)
-    return LLMJudge(
-        client,
-        config.sampling(),
-        samples=config.samples,
-        aggregate=config.aggregate,
-        parse_retries=config.parse_retries,
-        samples_per_request=config.samples_per_request,
-        **({"prompt": prompt} if prompt is not None else {}),
-    )
+    return JUDGE_BACKENDS[config.backend].build(config, prompt)

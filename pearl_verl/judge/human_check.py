@@ -281,12 +281,13 @@ async def check_human(
 def run_human_check(args: argparse.Namespace) -> int:
     """``judge-check --human [FILE]``: the command's handler once ``--human`` is given."""
     from pearl_verl.config_flags import config_values
+    from pearl_verl.judge.backends import require_endpoint_flags_of
     from pearl_verl.judge.calibration import MIN_PARSE_RATE
     from pearl_verl.judge.config import JudgeConfig
     from pearl_verl.judge.human_agreement import HUMAN_MIN_AGREEMENT
     from pearl_verl.judge.judge_cli import JUDGE_FIELDS
     from pearl_verl.judge.one_turn import ONE_TURN_BACKENDS, build_one_turn_judge
-    from pearl_verl.llm.cli_flags import endpoint_values, require_endpoint_flags
+    from pearl_verl.llm.cli_flags import endpoint_values
     from pearl_verl.progress import progress_bar
 
     if args.pairs is not None:
@@ -296,8 +297,7 @@ def run_human_check(args: argparse.Namespace) -> int:
                          f"{', '.join(ONE_TURN_BACKENDS)}.")
     path = Path(args.human) if args.human else mrbench_file()
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    if args.backend == "llm":
-        require_endpoint_flags(args, "", "judge", "--backend offline (a CPU test double)")
+    require_endpoint_flags_of(args, args.backend)
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     min_agreement = HUMAN_MIN_AGREEMENT if args.min_agreement is None else args.min_agreement
     min_parse_rate = MIN_PARSE_RATE if args.min_parse_rate is None else args.min_parse_rate

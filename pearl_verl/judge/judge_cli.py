@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import input_file
-from pearl_verl.judge.config import BACKENDS, CPU_JUDGE_NOTES, JudgeConfig
+from pearl_verl.judge.backends import JUDGE_BACKENDS, require_endpoint_flags_of
+from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.reward_info import unparsed_line
 from pearl_verl.judge.scoring import AGGREGATES
-from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values, require_endpoint_flags
+from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_file
 from pearl_verl.progress import progress_bar
@@ -25,11 +26,14 @@ if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
 
 JUDGE_DEFAULTS = JudgeConfig(backend="offline")
-JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens", "fitted_params")
-"""The judge's own settings that ``pearl-verl judge`` takes as flags (beside backend and the endpoint's)."""
+JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens",
+                *dict.fromkeys(p for backend in JUDGE_BACKENDS.values() for p in backend.params))
+"""The judge's own settings that ``pearl-verl judge`` takes as flags (beside backend and the endpoint's): the LLM
+judge's and each backend's ``params``."""
 RESUME_SETTINGS = ("backend", "model", "structured_output", "samples", "aggregate", "temperature", "max_tokens")
-"""What decides a judgement: a rerun that resumes ``-o`` must use the same (kept in ``OUT.settings.json``); the
-``fitted`` judge's parameters file too (kept only for that backend, so older settings files still resume)."""
+"""What decides a judgement: a rerun that resumes ``-o`` must use the same (kept in ``OUT.settings.json``); a backend's
+own ``params`` too (the ``fitted`` judge's parameters file; kept only for that backend, so older settings files still
+resume)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,14 +78,12 @@ def run_judge(args: argparse.Namespace) -> int:
     from pearl_verl.judge.batch import judge_file
     from pearl_verl.judge.config import build_judge
 
-    if args.backend == "llm":
-        require_endpoint_flags(args, "", "judge", "--backend offline (a CPU test double)")
+    require_endpoint_flags_of(args, args.backend)
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))
     if not _has_lines(input_file(args.input, "dialogue file")):
         raise InputError(f"no dialogues in {args.input}.")  # eval-tutor's wording for an empty input
     settings = {name: getattr(config, name) for name in RESUME_SETTINGS}
-    if config.backend == "fitted":
-        settings["fitted_params"] = config.fitted_params
+    settings.update({name: getattr(config, name) for name in JUDGE_BACKENDS[config.backend].params})
     settings_path = args.output.with_name(args.output.name + ".settings.json")
     check_resume(args.output, settings_path, settings, "-o", missing_ok=True, what="judgements")
     judge = build_judge(config)
@@ -116,8 +118,8 @@ def run_judge(args: argparse.Namespace) -> int:
     ignored = getattr(stats, "samples_ignored", 0)
     if ignored:
         print(f"note: the endpoint returned {ignored} samples beyond those asked for (n); they were ignored")
-    if args.backend in CPU_JUDGE_NOTES:
-        print(f"note: {CPU_JUDGE_NOTES[args.backend]}")
+    if JUDGE_BACKENDS[args.backend].note:
+        print(f"note: {JUDGE_BACKENDS[args.backend].note}")
     code, message = _verdict(summary, args.input, args.output)
     if message is not None:
         print(message, file=sys.stderr)

@@ -25,6 +25,7 @@ from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
+from pearl_verl.judge.backends import judge_backends
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
@@ -39,7 +40,7 @@ from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
 from pearl_verl.write_whole import write_whole
 
 TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
-JUDGES: tuple[str, ...] = ("none", "offline", "llm")
+JUDGES: tuple[str, ...] = ("none", *judge_backends(scores_criteria=True))
 TEACHER_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
 """The teacher's sampling defaults where they differ from :class:`EndpointSettings`' (ours; not in the paper)."""
 _STUDENT_FIELDS = ("planner", "cache_dir")
@@ -109,7 +110,9 @@ def _student_args(group: argparse._ArgumentGroup) -> None:
 
 
 def _judge_args(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--judge-backend", choices=JUDGES, default="none", help="offline = heuristic test double")
+    group.add_argument("--judge-backend", choices=JUDGES, default="none",
+                       help="the gate's judge: none, the llm endpoint, or a CPU judge (not the paper's: fitted, "
+                            "one-turn criteria fitted to teachers' labels; offline, the heuristic test double)")
     add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(JudgeConfig(backend="offline")))
     add_config_flags(group, FilterConfig, ("judge_min_score",))
 

@@ -12,7 +12,7 @@ from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.data.location import SHIPPED_MATHDIAL
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.jsonl import input_file
-from pearl_verl.judge.probe import PROBES
+from pearl_verl.judge.backends import judge_backends
 from pearl_verl.ranges import Range, check_ranges
 from pearl_verl.tutor.styles import TEACHER_POOLS
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_INSTALL
@@ -103,7 +103,7 @@ class LocalTrainConfig:
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
-        "judge": ("fitted", "offline", *PROBES),
+        "judge": judge_backends(needs_endpoint=False),
         "cold_start_teachers": tuple(sorted(TEACHER_POOLS)),
         "rollout_dtype": DTYPE_SETTINGS,
         "train_dtype": DTYPE_SETTINGS,

@@ -31,7 +31,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${STUDENT_MODEL:=pearl-student}"
 : "${JUDGE_BASE_URL:=}"
 : "${JUDGE_MODEL:=pearl-judge}"
-: "${JUDGE_BACKEND:=fitted}"            # without JUDGE_BASE_URL: fitted | offline | probe | probe-openings
+: "${JUDGE_BACKEND:=fitted}"            # without JUDGE_BASE_URL: one that needs no endpoint (train-local --help, --judge)
 : "${STEPS:=3}"
 : "${EXPERIMENT_NAME:=pearl_cpu_gspo}"
 : "${NGPUS_PER_NODE:=1}"                # logical GPUs: FSDP ranks (one process each)

@@ -92,7 +92,7 @@ def test_an_llm_judge_without_its_endpoint_flags_is_refused_naming_the_flags(cap
     code, _, err = _run(capsys, *argv)
     assert code == 2
     assert err.strip().splitlines()[-1].startswith("error: the judge endpoint needs --base-url and --model (got ")
-    assert "--backend offline" in err and "reward_kwargs" not in err  # the flags typed, not verl's config keys
+    assert "--backend fitted or offline (CPU judges" in err and "reward_kwargs" not in err  # the flags typed, not verl's config keys
 
 
 @pytest.mark.parametrize("status", [401, 503])
