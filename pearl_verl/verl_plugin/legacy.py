@@ -25,13 +25,17 @@ from verl.protocol import DataProto
 from verl.trainer.ppo import core_algos, ray_trainer
 
 from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled
-from pearl_verl.config import PearlConfig
 from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
 from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step, rows_from_columns
-from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, pearl_config_from_algorithm_config
+from pearl_verl.verl_plugin.compat import config_root
+from pearl_verl.verl_plugin.estimator import (
+    accepts_pearl_inputs,
+    pearl_config_from_algorithm_config,
+    pearl_config_from_root,
+)
 from pearl_verl.verl_plugin.names import EPISODE_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
-from pearl_verl.verl_plugin.stall import stop_with_checkpoint
+from pearl_verl.verl_plugin.stall import failure_guard, stop_with_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +49,11 @@ class GuardState:
     guard: FailureGuard | None = None
     stall: TrainingStalled | None = None
 
-    def update(self, pearl_config: PearlConfig, metrics: dict[str, float]) -> None:
-        """Count one step; a stop waits for the step's actor update (:func:`pearl_update_actor`)."""
+    def update(self, root: Any, metrics: dict[str, float]) -> None:
+        """Count one step of the run whose verl config is ``root``; a stop waits for the step's actor update
+        (:func:`pearl_update_actor`)."""
         if self.guard is None:
-            self.guard = FailureGuard(pearl_config.failure_guard, endpoints={"student": pearl_config.student.base_url})
+            self.guard = failure_guard(root)
         try:
             self.guard.update(metrics)
         except TrainingStalled as stall:
@@ -75,7 +80,8 @@ def pearl_compute_advantage(
             return original(data, adv_estimator, *args, config=config, **kwargs)
         if state.stall is not None:  # the stopping step never reached an actor update: stop unsaved
             raise state.stall
-        pearl_config = pearl_config_from_algorithm_config(config)
+        root = config_root(config)
+        pearl_config = pearl_config_from_root(root)
         metrics: dict[str, float] = {}
         scalar = pearl_advantage_step(
             config,
@@ -85,7 +91,7 @@ def pearl_compute_advantage(
             metrics,
             rewards=data.batch["token_level_rewards"].sum(dim=-1),
         )
-        state.update(pearl_config, metrics)
+        state.update(root, metrics)
         advantages = scalar.to(data.batch["response_mask"].device).unsqueeze(-1) * data.batch["response_mask"]
         data.batch["advantages"] = advantages
         data.batch["returns"] = advantages

@@ -36,14 +36,14 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled
+from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step
 from pearl_verl.verl_plugin.compat import check_v1_advantage_step, check_v1_validation, split_row_key
 from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, check_scalar_fallback, pearl_config_from_root
 from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, validation_rows, write_dump
-from pearl_verl.verl_plugin.stall import stop_with_checkpoint
+from pearl_verl.verl_plugin.stall import failure_guard, stop_with_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +61,7 @@ class PearlSyncTrainer(PPOTrainerSync):
         check_v1_validation()
         super().__init__(config)
         self.pearl_config = pearl_config_from_root(config)
-        judge_url = ((config.get("reward") or {}).get("reward_kwargs") or {}).get("base_url")
-        self.failure_guard = FailureGuard(self.pearl_config.failure_guard, endpoints={
-            "judge": judge_url, "student": self.pearl_config.student.base_url})
+        self.failure_guard = failure_guard(config)
         self._stall: TrainingStalled | None = None
         self._stop: TrainingStalled | None = None  # the stall, with where its step is saved
         self._saved_step: int | None = None

@@ -107,7 +107,8 @@ def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monk
     trainer = object.__new__(ray_trainer.RayPPOTrainer)  # only what the stop reads: no workers on CPU
     trainer.config = OmegaConf.create({"trainer": {"default_local_dir": "/ckpt"}})
     guard = {"max_failure_rate": 0.1, "patience": 2}
-    root = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {"failure_guard": guard}})
+    root = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {"failure_guard": guard},
+                             "reward": {"reward_kwargs": {"base_url": "http://judge-host:8000/v1"}}})
     batch = _legacy_batch()  # one sample in 6 failed, in the judge: 0.17 > 0.1 at every step
     batch.non_tensor_batch["pearl_end_reason"] = np.array(["tutor_ended"] * 6, dtype=object)
     batch.non_tensor_batch["pearl_student_replies"] = np.array([4] * 6, dtype=object)
@@ -128,8 +129,23 @@ def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monk
     message = str(stop.value)
     assert "2 consecutive steps (the last 2 steps: 0.17, 0.17)" in message
     assert "What failed, as a mean share of dialogues over these steps: the judge endpoint" in message
+    assert "reward.reward_kwargs.base_url=http://judge-host:8000/v1" in message  # as pearl_sync's stop names it
     assert "Step 2 (its update done) is saved in /ckpt/global_step_2." in message
     assert updated == [1, 2] and saved == [2]
     assert data.meta_info[legacy.METRICS_META_KEY]["pearl/failure/judge_rate"] == pytest.approx(1 / 6)
     assert data.meta_info[legacy.METRICS_META_KEY]["pearl/student/fallback_rate"] == pytest.approx(3 / 24)
     assert data.meta_info[legacy.METRICS_META_KEY]["pearl/judge/parse_failure_rate"] == pytest.approx(4 / 9)
+
+
+def test_both_trainers_set_up_their_failure_guard_in_one_place():
+    """The legacy hook and ``pearl_sync`` build their guard from the same root config by the same function."""
+    from pearl_verl.verl_plugin import stall, trainer_v1
+
+    assert legacy.failure_guard is trainer_v1.failure_guard is stall.failure_guard
+    root = OmegaConf.create({"pearl": {"student": {"backend": "llm", "base_url": "http://student:8000/v1",
+                                                   "model": "s"}, "failure_guard": {"patience": 4}},
+                             "reward": {"reward_kwargs": {"base_url": "http://judge:8000/v1"}}})
+    guard = stall.failure_guard(root)
+    assert guard.config.patience == 4
+    assert "base_url=http://judge:8000/v1" in guard.causes["judge"]
+    assert "base_url=http://student:8000/v1" in guard.causes["student"]
