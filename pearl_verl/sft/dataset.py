@@ -55,6 +55,19 @@ def sft_messages(episode: EpisodeRecord, include_reference: bool = True) -> list
     return [dict(m) for m in episode_messages(episode, include_reference)]
 
 
+def sft_row(key: str, episode: EpisodeRecord, messages: list[dict[str, str]]) -> dict[str, Any]:
+    """One row of an SFT parquet (:data:`COLUMNS`): the dialogue's tutor-view chat (:func:`sft_messages`) and where
+    it came from. gen-sft's set and train-local's cold start are written in this one format."""
+    return {
+        "id": key,
+        "messages": messages,
+        "data_source": episode.problem.source,
+        "problem_id": episode.problem.problem_id,
+        "tutor_turns": episode.tutor_turns,
+        "end_reason": episode.end_reason,
+    }
+
+
 def is_validation(problem_id: str, fraction: float) -> bool:
     """Stable split by problem: the same problem always lands in the same split."""
     return zlib.crc32(f"pearl-sft-split|{problem_id}".encode()) % 10_000 < fraction * 10_000
@@ -180,18 +193,8 @@ def build_sft(
     summary.dropped["turn_balance"] += len(surplus)
     rows: dict[str, list[dict[str, Any]]] = {"train": [], "val": []}
     for key in survivors:
-        episode = episodes[key]
-        split = "val" if is_validation(episode.problem.problem_id, val_fraction) else "train"
-        rows[split].append(
-            {
-                "id": key,
-                "messages": messages[key],
-                "data_source": episode.problem.source,
-                "problem_id": episode.problem.problem_id,
-                "tutor_turns": episode.tutor_turns,
-                "end_reason": episode.end_reason,
-            }
-        )
+        split = "val" if is_validation(episodes[key].problem.problem_id, val_fraction) else "train"
+        rows[split].append(sft_row(key, episodes[key], messages[key]))
     summary.kept = len(survivors)
     summary.turns_kept = turn_histogram([episodes[k].tutor_turns for k in survivors])
     summary.splits = {split: len(split_rows) for split, split_rows in rows.items()}

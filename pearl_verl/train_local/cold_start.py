@@ -23,17 +23,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
+from pearl_verl.sft.dataset import sft_messages, sft_row, write_sft
 from pearl_verl.sft.filters import FilterConfig, drop_reason
 from pearl_verl.student.types import StudentSimulator
 from pearl_verl.tutor.policy import TutorPolicy
-from pearl_verl.tutor.prompts import episode_messages
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
 
@@ -92,11 +90,11 @@ def keep_for_sft(episodes: list[EpisodeRecord], config: FilterConfig | None = No
     return kept
 
 
-def write_sft_parquet(episodes: list[EpisodeRecord], path: Path) -> Path:
-    """verl's multi-turn SFT format: one ``messages`` list per row."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"messages": [episode_messages(e) for e in episodes]}).to_parquet(path)
-    return path
+def write_sft_parquet(episodes: list[EpisodeRecord], folder: Path) -> Path:
+    """The teacher dialogues as ``folder/train.parquet``, written as gen-sft writes its SFT set (one ``messages``
+    list per row, verl's multi-turn SFT format, and where each came from)."""
+    rows = [sft_row(f"cold-start-{i:04d}", episode, sft_messages(episode)) for i, episode in enumerate(episodes)]
+    return write_sft({"train": rows}, folder)[0]
 
 
 def sft_overrides(*, parquet: Path, model: Path, out: Path, steps: int, batch_size: int, micro_batch_size: int,

@@ -217,7 +217,7 @@ class LocalRun:
                                                   EpisodeLimits(c.max_tutor_turns), c.seed, pool=c.cold_start_teachers))
         episodes = keep_for_pool(generated, c.cold_start_teachers)
         folder = self.out / "cold_start"
-        parquet = write_sft_parquet(episodes, folder / "teacher_dialogues.parquet")
+        parquet = write_sft_parquet(episodes, folder)
         rows = run_sft(sft_overrides(parquet=parquet, model=self.model_dir, out=folder, steps=c.cold_start_steps,
                                      batch_size=c.batch_problems * c.group_size, micro_batch_size=c.micro_batch_size,
                                      max_length=c.prompt_length + c.response_length, lr=c.sft_learning_rate,

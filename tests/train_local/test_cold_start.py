@@ -3,6 +3,7 @@
 import asyncio
 import random
 
+import pandas as pd
 import pytest
 
 from pearl_verl.data.conditions import ConditionSampler
@@ -10,6 +11,7 @@ from pearl_verl.data.sources import load_source
 from pearl_verl.dialogue.episode import STUDENT, TUTOR
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.dialogue.sample import PearlSample
+from pearl_verl.sft.dataset import COLUMNS
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.train_local.cold_start import keep_for_pool, keep_for_sft, teacher_dialogues, write_sft_parquet
@@ -41,7 +43,10 @@ def test_teacher_dialogues_become_verl_sft_rows_that_train_only_the_tutor(tmp_pa
 
     kept = keep_for_sft(episodes)
     assert kept and all(e.ended_normally for e in kept)
-    path = write_sft_parquet(kept, tmp_path / "sft.parquet")
+    path = write_sft_parquet(kept, tmp_path / "cold_start")
+    assert path == tmp_path / "cold_start" / "train.parquet"
+    written = pd.read_parquet(path)  # gen-sft's format, by gen-sft's writer
+    assert tuple(written.columns) == COLUMNS and list(written["tutor_turns"]) == [e.tutor_turns for e in kept]
 
     tokenizer = build_offline_tokenizer(tmp_path / "tok")
     dataset = MultiTurnSFTDataset(str(path), tokenizer, {"max_length": 4096, "pad_mode": "no_padding"})
