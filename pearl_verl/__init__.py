@@ -8,7 +8,7 @@ The layers, lowest first; a module imports from its own layer and the ones below
 (``tests/test_layers.py`` holds this, and that no import circle exists between modules):
 
 1. foundation: ``errors``, ``ranges``, ``redact``, ``dims``, ``jsonl``, ``stats``, ``progress``,
-   ``children``, ``out_paths``, ``write_whole``, ``listen``, ``config_flags``, ``run_settings``, ``resources``
+   ``children``, ``out_paths``, ``write_whole``, ``listen``, ``config_flags``, ``resume_guard``, ``resources``
    (shipped prompts and data);
 2. ``llm``: the OpenAI-compatible client and its test servers;
 3. the method: ``dialogue``, ``tutor``, ``student``, ``knowledge``, ``data``, ``judge``, ``advantage``,

@@ -10,7 +10,7 @@ import pearl_verl
 PACKAGE = Path(pearl_verl.__file__).parent
 LAYERS = (
     {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "write_whole", "listen",
-     "config_flags", "run_settings", "resources"},
+     "config_flags", "resume_guard", "resources"},
     {"llm"},
     {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "config"},
     {"eval", "sft", "compare", "view", "faults", "cluster", "models"},

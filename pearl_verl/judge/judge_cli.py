@@ -20,7 +20,7 @@ from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_file
 from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import SHARE
-from pearl_verl.run_settings import check_resume, write_settings
+from pearl_verl.resume_guard import check_resume, write_settings
 
 if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary

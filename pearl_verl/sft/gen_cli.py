@@ -33,7 +33,7 @@ from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_dir
 from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import POSITIVE, VAL_FRACTION
-from pearl_verl.run_settings import check_resume, write_settings
+from pearl_verl.resume_guard import check_resume, write_settings
 from pearl_verl.sft.filters import FilterConfig
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag

@@ -14,7 +14,7 @@ from typing import Any
 
 from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import drop_cut_tail, json_line, read_appended
-from pearl_verl.run_settings import check_resume, write_settings
+from pearl_verl.resume_guard import check_resume, write_settings
 from pearl_verl.write_whole import write_whole
 
 RESUME_SETTINGS = ("problems", "limit", "simulator", "backend", "model", "planner", "no_refine", "tutor",

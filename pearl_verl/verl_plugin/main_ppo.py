@@ -23,8 +23,8 @@ from verl.utils.device import auto_set_device
 from pearl_verl.verl_plugin.cpu.parts import check_cpu_rollout
 from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.legacy import legacy_advantage_hook
+from pearl_verl.verl_plugin.pearl_sync import check_pearl_trainer_config
 from pearl_verl.verl_plugin.register import check_registered
-from pearl_verl.verl_plugin.trainer_v1 import check_pearl_trainer_config
 
 
 class PearlLegacyTaskRunner(_VerlLegacyTaskRunner.__ray_actor_class__):

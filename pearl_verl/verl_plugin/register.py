@@ -19,7 +19,7 @@ from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY  # noqa: E402
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY  # noqa: E402
 
-from pearl_verl.verl_plugin import agent_loop, estimator, reward_manager, trainer_v1  # noqa: E402
+from pearl_verl.verl_plugin import agent_loop, estimator, pearl_sync, reward_manager  # noqa: E402
 from pearl_verl.verl_plugin.compat import AGENT_LOOP_REGISTRY  # noqa: E402
 
 
@@ -48,10 +48,10 @@ REGISTRATIONS: tuple[Registration, ...] = (
     ),
     Registration(
         "V1 trainer mode",
-        trainer_v1.TRAINER_MODE,
+        pearl_sync.TRAINER_MODE,
         TRAINER_REGISTRY,
-        trainer_v1.PearlSyncTrainer,
-        f"trainer.v1.trainer_mode={trainer_v1.TRAINER_MODE}",
+        pearl_sync.PearlSyncTrainer,
+        f"trainer.v1.trainer_mode={pearl_sync.TRAINER_MODE}",
     ),
     Registration(
         "agent loop",

@@ -139,9 +139,9 @@ def test_hook_stops_after_the_kth_failing_steps_update_with_that_step_saved(monk
 
 def test_both_trainers_set_up_their_failure_guard_in_one_place():
     """The legacy hook and ``pearl_sync`` build their guard from the same root config by the same function."""
-    from pearl_verl.verl_plugin import stall, trainer_v1
+    from pearl_verl.verl_plugin import pearl_sync, stall
 
-    assert legacy.failure_guard is trainer_v1.failure_guard is stall.failure_guard
+    assert legacy.failure_guard is pearl_sync.failure_guard is stall.failure_guard
     root = OmegaConf.create({"pearl": {"student": {"backend": "llm", "base_url": "http://student:8000/v1",
                                                    "model": "s"}, "failure_guard": {"patience": 4}},
                              "reward": {"reward_kwargs": {"base_url": "http://judge:8000/v1"}}})

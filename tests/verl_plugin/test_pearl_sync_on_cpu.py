@@ -19,7 +19,7 @@ from pearl_verl.advantage.estimator import compute_pearl_advantage
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.compat import VerlCouplingError
 from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
-from pearl_verl.verl_plugin.trainer_v1 import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
+from pearl_verl.verl_plugin.pearl_sync import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
 
 pytestmark = [pytest.mark.ray, pytest.mark.serial]  # Ray: one at a time under pytest-xdist
 
