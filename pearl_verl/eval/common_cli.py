@@ -7,7 +7,7 @@ from typing import Any
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
-from pearl_verl.judge.backends import JUDGE_BACKENDS, judge_backends, require_endpoint_flags_of
+from pearl_verl.judge.backends import BACKEND_SETTINGS, JUDGE_BACKENDS, judge_backends, require_endpoint_flags_of
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.student.config import StudentConfig
@@ -15,8 +15,7 @@ from pearl_verl.student.config import StudentConfig
 _JUDGE_DEFAULTS = JudgeConfig(backend="offline")
 _JUDGES = judge_backends(scores_criteria=True)
 """The backends an evaluation can score with: those that score the rubric's criteria (not the probes)."""
-_JUDGE_FIELDS = ("samples", "temperature", "top_k", "max_tokens",
-                 *dict.fromkeys(p for name in _JUDGES for p in JUDGE_BACKENDS[name].params))
+_JUDGE_FIELDS = ("samples", "temperature", "top_k", "max_tokens", *BACKEND_SETTINGS)
 """The judge's sampling settings and its backends' own settings that the evaluation commands take, as
 ``--judge-samples`` and so on."""
 

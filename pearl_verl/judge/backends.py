@@ -105,6 +105,10 @@ def judge_backends(*, scores_criteria: bool | None = None, needs_endpoint: bool 
                  and needs_endpoint in (None, backend.needs_endpoint))
 
 
+BACKEND_SETTINGS: tuple[str, ...] = tuple(dict.fromkeys(
+    name for backend in JUDGE_BACKENDS.values() for name in backend.params))
+"""Every backend's own settings (``params``), once each: the flags a judging command adds for them."""
+
 CPU_JUDGES = judge_backends(scores_criteria=True, needs_endpoint=False)
 """The judges that score the rubric on a CPU without an endpoint: what an error offers instead of an endpoint."""
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import input_file
-from pearl_verl.judge.backends import JUDGE_BACKENDS, require_endpoint_flags_of
+from pearl_verl.judge.backends import BACKEND_SETTINGS, JUDGE_BACKENDS, require_endpoint_flags_of
 from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.reward_info import unparsed_line
 from pearl_verl.judge.scoring import AGGREGATES
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from pearl_verl.judge.batch import BatchSummary
 
 JUDGE_DEFAULTS = JudgeConfig(backend="offline")
-JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens",
-                *dict.fromkeys(p for backend in JUDGE_BACKENDS.values() for p in backend.params))
+JUDGE_FIELDS = ("parse_retries", "samples", "aggregate", "temperature", "max_tokens", *BACKEND_SETTINGS)
 """The judge's own settings that ``pearl-verl judge`` takes as flags (beside backend and the endpoint's): the LLM
 judge's and each backend's ``params``."""
 RESUME_SETTINGS = ("backend", "model", "structured_output", "samples", "aggregate", "temperature", "max_tokens")
