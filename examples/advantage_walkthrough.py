@@ -30,8 +30,8 @@ turns = [6, 6, 3, 7, 5, 12, 5, 8]
 completed = [True] * 8
 uid = ["gsm8k-0042"] * 8
 
-pearl = compute_pearl_advantage_breakdown(scores, turns, completed, uid, gamma=0.98)
-baseline = compute_pearl_advantage_breakdown(scores, turns, completed, uid, gamma=0.98, aggregation="reward")
+pearl = compute_pearl_advantage_breakdown(scores, turns, completed, uid)  # the paper's settings: gamma 0.98
+baseline = compute_pearl_advantage_breakdown(scores, turns, completed, uid, aggregation="reward")
 
 print("shaped rewards r~ (discretised, turn-decayed):")
 print("      " + " ".join(f"{d:>8}" for d in DIMENSIONS))
@@ -52,9 +52,8 @@ def gain(dim: str, aggregation: str) -> float:
     """How much dialogue #6's advantage rises when its `dim` score rises by one bin (0.2)."""
     bumped = scores.clone()
     bumped[6, DIMENSIONS.index(dim)] += 0.2
-    kwargs = dict(gamma=0.98, aggregation=aggregation)
-    before = compute_pearl_advantage_breakdown(scores, turns, completed, uid, **kwargs).advantages[6]
-    after = compute_pearl_advantage_breakdown(bumped, turns, completed, uid, **kwargs).advantages[6]
+    before = compute_pearl_advantage_breakdown(scores, turns, completed, uid, aggregation=aggregation).advantages[6]
+    after = compute_pearl_advantage_breakdown(bumped, turns, completed, uid, aggregation=aggregation).advantages[6]
     return float(after - before)
 
 

@@ -17,7 +17,7 @@ from verl.trainer.ppo import ray_trainer
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.legacy import legacy_advantage_hook
 
-config = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {"advantage": {"gamma": 0.98}}})
+config = OmegaConf.create({"algorithm": {"adv_estimator": "pearl"}, "pearl": {}})  # the method's defaults
 uid = np.array(["q1"] * 4 + ["q2"] * 4, dtype=object)
 # response_mask: 1 on tutor tokens, 0 on the student's tokens in between
 mask = torch.tensor([[1, 1, 0, 0, 1, 1]] * 8)

@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "DIMENSIONS": "pearl_verl.dims",
-    "AdvantageConfig": "pearl_verl.advantage.estimator",
+    "AdvantageConfig": "pearl_verl.advantage.advantage_config",
     "PearlConfig": "pearl_verl.config",
     "compute_pearl_advantage": "pearl_verl.advantage.estimator",
     "compute_pearl_advantage_breakdown": "pearl_verl.advantage.estimator",

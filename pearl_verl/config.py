@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.advantage_config import AdvantageConfig
 from pearl_verl.advantage.failure_guard import FailureGuardConfig
+from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import POSITIVE_OR_NULL, Range, check_ranges
 from pearl_verl.student.config import StudentConfig
@@ -41,7 +42,7 @@ class AgentConfig:
         "max_tokens_per_turn": POSITIVE_OR_NULL,
     }
 
-    max_tutor_turns: int = 15
+    max_tutor_turns: int = EpisodeLimits.max_tutor_turns
     include_reference: bool = True
     max_tokens_per_turn: int | None = None
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from pearl_verl.advantage.estimator import compute_pearl_advantage
+from pearl_verl.advantage.estimator import AdvantageConfig, compute_pearl_advantage
 
 METHODS: tuple[str, ...] = ("grpo_mean", "gdpo", "pearl_raw", "pearl", "pearl_turn")
 LABELS: dict[str, str] = {
@@ -27,7 +27,7 @@ LABELS: dict[str, str] = {
     "pearl": "(d) PEARL",
     "pearl_turn": "(e) PEARL + turn penalty",
 }
-PAPER_GAMMA = 0.98
+PAPER_GAMMA = AdvantageConfig.gamma
 
 Estimator = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray], torch.Tensor]
 

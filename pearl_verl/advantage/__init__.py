@@ -1,5 +1,6 @@
 """The PEARL advantage estimator (paper §3.3) and what runs around it in a training step.
 
+``advantage_config``: its settings (``pearl.advantage``), each default written there once, readable without torch.
 ``estimator``: discretise -> turn decay -> per-dimension group z-score -> mean, on tensors (no verl).
 ``inputs``: the judge's per-sample reward fields -> the estimator's tensors (the reader of what
 :mod:`pearl_verl.judge.reward_info` writes). ``metrics``: the step's ``pearl/*`` metrics.

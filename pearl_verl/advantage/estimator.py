@@ -16,76 +16,33 @@ fewer than two valid members gives 0 to all of them (there is nothing to compare
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from pearl_verl.dims import DIMENSIONS
+from pearl_verl.advantage.advantage_config import (
+    AGGREGATIONS,
+    SETTINGS,
+    WEIGHT_SUM_TOLERANCE,
+    AdvantageConfig,
+    check_weight_rows,
+    with_settings,
+)
 from pearl_verl.errors import InputError
-from pearl_verl.ranges import Range
 
-AGGREGATIONS = ("advantage", "reward")
+__all__ = [
+    "AGGREGATIONS", "SETTINGS", "AdvantageBreakdown", "AdvantageConfig", "compute_pearl_advantage",
+    "compute_pearl_advantage_breakdown", "discretize_scores", "group_ids",
+]
+
 NUM_BINS = 5
 BIN_WIDTH = 1.0 / NUM_BINS
 # Scores this close below a bin edge count as on the edge, so a criterion mean such as 3/5 that
 # floating point renders as 0.59999999 still lands in the bin whose floor is 0.6.
 _EDGE_TOLERANCE = 1e-6
-_WEIGHT_SUM_TOLERANCE = 1e-4
-
-
-@dataclass(frozen=True)
-class AdvantageConfig:
-    """Settings of the PEARL estimator (root config section ``pearl.advantage``).
-
-    Attributes:
-        gamma: turn-count decay factor in (0, 1]; 1.0 switches the turn penalty off (paper: 0.98).
-        weights: one non-negative weight per entry of ``dims``, summing to 1; None means 1/K each.
-        discretize: snap each dimension score to {0.1, 0.3, 0.5, 0.7, 0.9} (the paper's dis()).
-            When False the raw score is kept, and the turn decay still stops at the bin floor.
-        aggregation: ``"advantage"`` (PEARL: z-score each dimension, then weighted mean) or
-            ``"reward"`` (the paper's T4 baseline: weighted mean of rewards, then one z-score).
-        dims: the per-sample reward fields read as dimensions, in order.
-        epsilon: added to the group standard deviation.
-    """
-
-    RANGES: ClassVar[Mapping[str, Range]] = {
-        "gamma": Range(float, low=0, low_open=True, high=1,
-                       why="the per-turn decay factor; paper: 0.98, 1 switches the turn penalty off"),
-        "epsilon": Range(float, low=0, low_open=True, why="added to the group's standard deviation; default 1e-6"),
-    }
-    """The allowed values of the number settings, checked here and by every flag that sets one."""
-
-    gamma: float = 0.98
-    weights: tuple[float, ...] | None = None
-    discretize: bool = True
-    aggregation: str = "advantage"
-    dims: tuple[str, ...] = DIMENSIONS
-    epsilon: float = 1e-6
-
-    def __post_init__(self) -> None:
-        gamma, epsilon = _check_scalars(self.gamma, self.epsilon, self.aggregation, field_prefix="pearl.advantage.")
-        object.__setattr__(self, "gamma", gamma)
-        object.__setattr__(self, "epsilon", epsilon)
-        dims = tuple(self.dims)
-        if not dims or len(set(dims)) != len(dims) or not all(isinstance(d, str) and d for d in dims):
-            raise InputError(
-                f"pearl.advantage.dims={list(dims)!r} must be a non-empty list of distinct names; "
-                f"the default is {list(DIMENSIONS)}."
-            )
-        object.__setattr__(self, "dims", dims)
-        if self.weights is not None:
-            weights = tuple(float(w) for w in self.weights)
-            if len(weights) != len(dims):
-                raise InputError(
-                    f"pearl.advantage.weights has {len(weights)} entries but dims has {len(dims)} "
-                    f"({list(dims)}); give one weight per dimension or leave weights unset for 1/K."
-                )
-            _check_weight_rows(torch.tensor([weights], dtype=torch.float64), "pearl.advantage.weights")
-            object.__setattr__(self, "weights", weights)
 
 
 @dataclass(frozen=True)
@@ -110,19 +67,27 @@ class AdvantageBreakdown:
     groups_without_contrast: int
 
 
-def compute_pearl_advantage(
+def compute_pearl_advantage(*args: Any, **kwargs: Any) -> torch.Tensor:
+    """One PEARL advantage per trajectory: (bs,) float32, on the device of ``dim_scores``.
+
+    The ``advantages`` of :func:`compute_pearl_advantage_breakdown`, which takes the same arguments
+    and raises the same errors.
+    """
+    return compute_pearl_advantage_breakdown(*args, **kwargs).advantages
+
+
+def compute_pearl_advantage_breakdown(
     dim_scores: Any,
     num_turns: Any,
     completed: Any,
     index: Any,
-    gamma: float = 0.98,
-    weights: Any = None,
+    *,
     valid: Any = None,
-    epsilon: float = 1e-6,
-    discretize: bool = True,
-    aggregation: str = "advantage",
-) -> torch.Tensor:
-    """One PEARL advantage per trajectory.
+    weights: Any = None,
+    config: AdvantageConfig | None = None,
+    **settings: Any,
+) -> AdvantageBreakdown:
+    """The PEARL advantage with all its intermediates.
 
     Args:
         dim_scores: (bs, K) scores in [0, 1], each the mean of a dimension's completion-gated
@@ -132,49 +97,26 @@ def compute_pearl_advantage(
             normally with the judge's completion gate open); only completed members set N_min.
         index: (bs,) group ids (verl's ``uid``): a list, numpy array (object or numeric) or tensor;
             rows share a group when their uids share a :func:`group_key`.
-        gamma: turn-count decay in (0, 1]; 1.0 disables the turn penalty.
-        weights: None (1/K each), (K,) or (bs, K); non-negative, each row summing to 1.
         valid: (bs,) bool or None (all valid); False marks a failed judge call.
-        epsilon: added to the group standard deviation.
-        discretize: apply the paper's dis() binning.
-        aggregation: "advantage" (PEARL) or "reward" (mean reward, then one z-score).
+        weights: None (``config.weights``, else 1/K each), (K,) or (bs, K); non-negative, each row
+            summing to 1.
+        config: the estimator's settings (:class:`AdvantageConfig`, the ``pearl.advantage`` section);
+            None for its defaults.
+        **settings: any of :data:`SETTINGS` (``gamma``, ``epsilon``, ``discretize``,
+            ``aggregation``), replacing ``config``'s.
 
     Returns:
-        (bs,) float32 advantages on the device of ``dim_scores``.
+        :class:`AdvantageBreakdown`; its ``advantages`` are :func:`compute_pearl_advantage`'s.
 
     Raises:
         InputError: naming the offending field, for bad shapes, non-finite values, scores
-            outside [0, 1], gamma outside (0, 1], weights whose rows do not sum to 1, or a uid
-            that is None, NaN or a boolean (``index[i] ...``).
+            outside [0, 1], gamma outside (0, 1], weights whose rows do not sum to 1, a uid
+            that is None, NaN or a boolean (``index[i] ...``), or an unknown setting.
     """
-    return compute_pearl_advantage_breakdown(
-        dim_scores,
-        num_turns,
-        completed,
-        index,
-        gamma=gamma,
-        weights=weights,
-        valid=valid,
-        epsilon=epsilon,
-        discretize=discretize,
-        aggregation=aggregation,
-    ).advantages
-
-
-def compute_pearl_advantage_breakdown(
-    dim_scores: Any,
-    num_turns: Any,
-    completed: Any,
-    index: Any,
-    gamma: float = 0.98,
-    weights: Any = None,
-    valid: Any = None,
-    epsilon: float = 1e-6,
-    discretize: bool = True,
-    aggregation: str = "advantage",
-) -> AdvantageBreakdown:
-    """:func:`compute_pearl_advantage` with all intermediates; same arguments and errors."""
-    gamma, epsilon = _check_scalars(gamma, epsilon, aggregation)
+    config = with_settings(AdvantageConfig() if config is None else config, settings)
+    gamma, epsilon = config.gamma, config.epsilon
+    discretize, aggregation = config.discretize, config.aggregation
+    weights = config.weights if weights is None else weights
     scores = _as_float_matrix(dim_scores)
     device = scores.device
     bs, k = scores.shape
@@ -371,36 +313,6 @@ def _canonical_labels(labels: np.ndarray) -> np.ndarray:
     return keys
 
 
-def _real(value: Any, name: str) -> float:
-    """``value`` as a float: a Python, numpy or one-element tensor number, never a boolean.
-
-    ``True`` is an int to Python and would pass as 1.0 (no decay): a flag passed where a factor
-    goes is refused instead.
-    """
-    if isinstance(value, np.generic) or (isinstance(value, torch.Tensor) and value.numel() == 1):
-        value = value.item()
-    if isinstance(value, bool):
-        raise InputError(f"{name}={value!r} is a boolean, not a number.")
-    if not isinstance(value, int | float):
-        raise InputError(f"{name}={value!r} has type {type(value).__name__}, not a number.")
-    return float(value)
-
-
-def _check_scalars(gamma: Any, epsilon: Any, aggregation: str, field_prefix: str = "") -> tuple[float, float]:
-    """``(gamma, epsilon)`` as floats, each checked against its range."""
-    checked = []
-    for name, given in (("gamma", gamma), ("epsilon", epsilon)):
-        key, value = f"{field_prefix}{name}", _real(given, f"{field_prefix}{name}")
-        AdvantageConfig.RANGES[name].check(key, given if type(given) in (int, float) else value)  # shown as given
-        checked.append(value)
-    if aggregation not in AGGREGATIONS:
-        raise InputError(
-            f"{field_prefix}aggregation={aggregation!r} is not one of {list(AGGREGATIONS)}: "
-            "'advantage' is PEARL, 'reward' is the mean-reward baseline."
-        )
-    return checked[0], checked[1]
-
-
 def _to_tensor(values: Any, device: Any) -> torch.Tensor:
     if isinstance(values, np.ndarray) and values.dtype == object:
         # verl's non_tensor_batch holds object arrays of Python scalars.
@@ -446,21 +358,12 @@ def _as_weights(weights: Any, bs: int, k: int, device: Any) -> torch.Tensor:
         raise InputError(
             f"weights has shape {tuple(w.shape)}; expected ({k},) for all samples or ({bs}, {k}) per sample."
         )
-    _check_weight_rows(w, "weights")
+    # The rows are checked as tensors (a batch has thousands); the first bad one is named by the shared check.
+    bad = ~torch.isfinite(w).all(dim=1) | (w < 0).any(dim=1) | ((w.sum(dim=1) - 1.0).abs() > WEIGHT_SUM_TOLERANCE)
+    if bool(bad.any()):
+        row = int(bad.nonzero()[0, 0])
+        check_weight_rows([w[row].tolist()], "weights", first_row=row)
     return w.expand(bs, k)
-
-
-def _check_weight_rows(w: torch.Tensor, name: str) -> None:
-    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
-        raise InputError(f"{name} must be finite and non-negative; got {w.tolist()[:4]}.")
-    sums = w.sum(dim=1)
-    off = (sums - 1.0).abs() > _WEIGHT_SUM_TOLERANCE
-    if bool(off.any()):
-        row = int(off.nonzero()[0, 0])
-        raise InputError(
-            f"{name} row {row} sums to {sums[row].item():.6g}, not 1: the advantage is a weighted "
-            "mean of per-dimension advantages, so each row of weights must sum to 1."
-        )
 
 
 def _check_rows(scores: torch.Tensor, turns: torch.Tensor, valid: torch.Tensor) -> None:

@@ -51,12 +51,8 @@ def breakdown_from_inputs(inputs: PearlInputs, index: Any, config: AdvantageConf
         inputs.num_turns,
         inputs.completed,
         index,
-        gamma=config.gamma,
-        weights=config.weights,
         valid=inputs.valid,
-        epsilon=config.epsilon,
-        discretize=config.discretize,
-        aggregation=config.aggregation,
+        config=config,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pearl_verl.advantage.estimator import AGGREGATIONS, AdvantageConfig
+from pearl_verl.advantage.advantage_config import AGGREGATIONS, AdvantageConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:

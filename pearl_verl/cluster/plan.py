@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pearl_verl.cluster.model_specs import ModelSpec
+from pearl_verl.config import AgentConfig
+from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.ranges import (
     COUNT,
     FRACTION,
@@ -75,9 +77,9 @@ class RecipeSettings:
     rollout_tp: int = 1
     rollout_gpu_memory_utilization: float = 0.5
     engine: str = "fsdp2"
-    max_tutor_turns: int = 15
-    max_tokens_per_turn: int | None = None
-    judge_samples: int = 1
+    max_tutor_turns: int = AgentConfig.max_tutor_turns
+    max_tokens_per_turn: int | None = AgentConfig.max_tokens_per_turn
+    judge_samples: int = JudgeConfig.samples
 
     @property
     def gpus(self) -> int:

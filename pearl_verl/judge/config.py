@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pearl_verl.config import build_dataclass
+from pearl_verl.judge import llm_judge
 from pearl_verl.judge.backends import CPU_JUDGES, JUDGE_BACKENDS, PromptBuilder
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.judge.types import TutoringJudge
@@ -65,13 +66,13 @@ class JudgeConfig(EndpointSettings):
     backend: str = "llm"
     timeout_s: float = 300.0
     max_concurrency: int = 32
-    parse_retries: int = 2
-    samples: int = 1
-    aggregate: str = "mean"
+    parse_retries: int = llm_judge.PARSE_RETRIES
+    samples: int = llm_judge.SAMPLES
+    aggregate: str = llm_judge.AGGREGATE
     samples_per_request: bool = True
-    temperature: float = 0.3
-    top_k: int | None = 20
-    max_tokens: int | None = 4096
+    temperature: float = llm_judge.PAPER_JUDGE_SAMPLING.temperature
+    top_k: int | None = llm_judge.PAPER_JUDGE_SAMPLING.top_k
+    max_tokens: int | None = llm_judge.PAPER_JUDGE_SAMPLING.max_tokens
     seed: int | None = None
     fitted_params: str | None = None
 

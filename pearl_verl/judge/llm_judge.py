@@ -35,8 +35,14 @@ from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingCon
 
 logger = logging.getLogger(__name__)
 
-PAPER_JUDGE_SAMPLING = SamplingConfig(temperature=0.3, top_p=1.0, top_k=20, max_tokens=4096)
-"""The paper's judge inference settings (appendix "Judge Agent"), with room for 24 rationales."""
+PAPER_JUDGE_SAMPLING = SamplingConfig(temperature=0.3, top_k=20, max_tokens=4096)
+"""The paper's judge inference settings (appendix "Judge Agent", top-p 1), with room for 24 rationales."""
+SAMPLES = 1
+"""Judge calls per dialogue by default: self-consistency off."""
+AGGREGATE = "mean"
+"""How the samples' criterion scores combine by default."""
+PARSE_RETRIES = 2
+"""Extra calls by default when no sample of a call parses."""
 
 
 @dataclass
@@ -129,9 +135,9 @@ class LLMJudge:
         backend: ChatBackend,
         sampling: SamplingConfig | None = None,
         *,
-        samples: int = 1,
-        aggregate: str = "mean",
-        parse_retries: int = 2,
+        samples: int = SAMPLES,
+        aggregate: str = AGGREGATE,
+        parse_retries: int = PARSE_RETRIES,
         samples_per_request: bool = True,
         rubric: Rubric = RUBRIC,
         prompt: Callable[[EpisodeRecord, Rubric], list[Message]] = judge_messages,

@@ -37,7 +37,7 @@ from pearl_verl.llm.types import ChatBackend, LLMCallError, SamplingConfig
 
 logger = logging.getLogger(__name__)
 
-EXTRACTION_SAMPLING = SamplingConfig(temperature=0.0, top_p=1.0, max_tokens=1024)
+EXTRACTION_SAMPLING = SamplingConfig(temperature=0.0, max_tokens=1024)
 """Greedy decoding, so re-running an extraction gives the same units wherever the server allows.
 
 ``max_tokens``: a valid reply lists the units of every reference step, so it grows with the

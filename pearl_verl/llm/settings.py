@@ -58,14 +58,14 @@ class EndpointSettings:
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 3
-    max_concurrency: int = 64
-    structured_output: str = "auto"
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int | None = None
-    max_tokens: int | None = None
+    timeout_s: float = EndpointConfig.timeout_s
+    max_retries: int = EndpointConfig.max_retries
+    max_concurrency: int = EndpointConfig.max_concurrency
+    structured_output: str = EndpointConfig.structured_output
+    temperature: float = SamplingConfig.temperature
+    top_p: float = SamplingConfig.top_p
+    top_k: int | None = SamplingConfig.top_k
+    max_tokens: int | None = SamplingConfig.max_tokens
 
     def __post_init__(self) -> None:
         check_ranges(self, prefix=f"{self.SECTION}.")

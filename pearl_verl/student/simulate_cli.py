@@ -154,7 +154,7 @@ def build_tutor(args: argparse.Namespace) -> Any:
     endpoint = endpoint_config(
         args, "tutor-", timeout_s=args.timeout, max_retries=args.max_retries, max_concurrency=args.concurrency
     )
-    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=50, max_tokens=args.tutor_max_tokens)
+    sampling = SamplingConfig(top_k=50, max_tokens=args.tutor_max_tokens)  # the paper's tutor: temperature 1, top-p 1
     return ChatTutor(OpenAIChatClient(endpoint, sampling))
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from pearl_verl.advantage.estimator import AdvantageConfig
+from pearl_verl.advantage.advantage_config import AdvantageConfig
 from pearl_verl.data.location import SHIPPED_MATHDIAL
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.jsonl import input_file
@@ -143,7 +143,7 @@ class LocalTrainConfig:
     micro_batch: int | None = None
     temperature: float = 0.8
     top_k: int = 20
-    gamma: float = 0.98
+    gamma: float = AdvantageConfig.gamma
     seed: int = 0
     eval_problems: int = 16
     eval_every: int = 20

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 import torch
 
+from pearl_verl.advantage.advantage_config import AdvantageConfig
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.dialogue.sample import PearlSample
@@ -106,7 +107,7 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
         f"data.max_response_length={c.response_length}",
         f"data.train_batch_size={c.batch_problems}",
         "trainer.n_gpus_per_node=1",
-        f"+pearl.advantage.gamma={c.gamma}",
+        *([f"+pearl.advantage.gamma={c.gamma}"] if c.gamma != AdvantageConfig.gamma else []),  # else the method's
         f"+pearl.agent.max_tutor_turns={c.max_tutor_turns}",
         f"+pearl.agent.max_tokens_per_turn={c.max_tokens_per_turn}",
         *train_precision(c),

@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from pearl_verl.errors import InputError
+from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.verl_plugin.doctor import Check
 
 PINNED_PACKAGES = {"torch": "vllm", "vllm": "vllm", "transformers": "vllm", "flash-attn": "fsdp"}
@@ -53,7 +54,7 @@ class ClusterTarget:
     gpus_per_node: int = 8
     gpu_bytes_needed: float = 0.0
     endpoints: Mapping[str, tuple[str | None, str | None, str | None]] = field(default_factory=dict)
-    judge_samples: int = 1
+    judge_samples: int = JudgeConfig.samples
     data_files: Sequence[str] = ()
 
 
@@ -127,7 +128,7 @@ def gpu_check(expected: int, bytes_needed: float) -> Check:
 
 
 def endpoint_checks(role: str, base_url: str | None, model: str | None, api_key_env: str | None,
-                    samples: int = 1, human_file: Path | None = None) -> list[Check]:
+                    samples: int = JudgeConfig.samples, human_file: Path | None = None) -> list[Check]:
     """The endpoint answers and serves ``model``; it takes ``top_k``, ``seed`` and ``n``; a judge judges, ranks the
     contrast pairs and agrees with teachers (``human_file``: MRBench's labels, the shipped file by default)."""
     name = f"{role} endpoint"
@@ -155,7 +156,7 @@ async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: st
     checks = [Check(name, True, f"{base_url} serves {model!r}")]
     endpoint = EndpointConfig(base_url, model, api_key_env=api_key_env, timeout_s=60, max_retries=0)
     n = max(2, samples)
-    sampling = SamplingConfig(temperature=1.0, top_p=1.0, top_k=20, max_tokens=8, n=n, seed=0)
+    sampling = SamplingConfig(top_k=20, max_tokens=8, n=n, seed=0)
     try:
         result = await OpenAIChatClient(endpoint, sampling).chat([{"role": "user", "content": "Say OK."}], sampling)
     except LLMCallError as exc:
@@ -237,7 +238,7 @@ async def _served_models(base_url: str, api_key_env: str | None) -> list[str] | 
 
 
 async def _judge_check(base_url: str, model: str, api_key_env: str | None) -> Check:
-    from pearl_verl.judge.config import JudgeConfig, build_judge
+    from pearl_verl.judge.config import build_judge
 
     judge = build_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=120,
                                     max_retries=0, parse_retries=0))
@@ -252,9 +253,9 @@ async def _judge_check(base_url: str, model: str, api_key_env: str | None) -> Ch
 async def _calibration_check(base_url: str, model: str, api_key_env: str | None) -> Check:
     """The shipped contrast pairs, as the recipes' gate judges them (``pearl-verl judge-check``)."""
     from pearl_verl.judge.calibration import MIN_AGREEMENT, check_judge, load_pairs, shipped_pairs_path
-    from pearl_verl.judge.config import JudgeConfig, build_judge
+    from pearl_verl.judge.config import build_judge
 
-    judge = build_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=300))
+    judge = build_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env))
     report = await check_judge(judge, load_pairs(shipped_pairs_path()), concurrency=8)
     agreement, parsed = report.agreement(), report.parse_rate()
     detail = (f"orders {agreement.mean:.0%} of {agreement.n} comparisons as built "
@@ -275,14 +276,13 @@ async def _human_check(base_url: str, model: str, api_key_env: str | None, human
     """MRBench's teachers' labels, as the recipes' gate judges them (``pearl-verl judge-check --human``)."""
     from pearl_verl.data.mrbench import mrbench_file
     from pearl_verl.judge.calibration import MIN_PARSE_RATE
-    from pearl_verl.judge.config import JudgeConfig
     from pearl_verl.judge.human_agreement import HUMAN_MIN_AGREEMENT, MEASURED_SPLITS
     from pearl_verl.judge.human_check import check_human, choose_conversations
     from pearl_verl.judge.one_turn import build_one_turn_judge
 
     path = human_file or mrbench_file()
     measured, _, notes = choose_conversations(path, MEASURED_SPLITS, HUMAN_CHECK_CONVERSATIONS)
-    judge = build_one_turn_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=300))
+    judge = build_one_turn_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env))
     # agreement only: the thresholds of the macro-F1 (judged on train+val) are judge-check --human's
     report = await check_human(judge, path, MEASURED_SPLITS, concurrency=8, chosen=(measured, [], notes))
     shares = ", ".join(f"{d} {r.count.estimate.mean:.0%}" for d, r in report.results.items()

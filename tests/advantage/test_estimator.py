@@ -1,5 +1,6 @@
 """Formula tests of the PEARL advantage on hand-computed cases (design.md, "The advantage, exactly")."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -7,6 +8,8 @@ import pytest
 import torch
 
 from pearl_verl.advantage.estimator import (
+    SETTINGS,
+    AdvantageConfig,
     compute_pearl_advantage,
     compute_pearl_advantage_breakdown,
     discretize_scores,
@@ -150,3 +153,43 @@ def test_integer_and_tensor_group_ids_match_string_ids():
 def test_empty_batch():
     adv = compute_pearl_advantage(torch.zeros(0, 8), [], [], [])
     assert adv.shape == (0,) and adv.dtype == torch.float32
+
+
+_CHANGED = {"gamma": 0.5, "epsilon": 0.5, "discretize": False, "aggregation": "reward"}
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_each_setting_of_the_config_reaches_the_estimator(name):
+    # One object carries the settings from the config to the math: a setting given through the config acts as the
+    # same setting given by name, and differs from the default (so a field the estimator dropped would fail here).
+    scores = torch.tensor([[0.55, 0.1], [0.9, 0.35], [0.3, 0.7], [0.75, 0.5]])
+    args = (scores, [2, 5, 3, 7], [True, True, False, True], ["g", "g", "g", "g"])
+    through_config = compute_pearl_advantage_breakdown(*args, config=AdvantageConfig(**{name: _CHANGED[name]}))
+    by_name = compute_pearl_advantage_breakdown(*args, **{name: _CHANGED[name]})
+    default = compute_pearl_advantage_breakdown(*args)
+    assert torch.equal(through_config.advantages, by_name.advantages)
+    assert torch.equal(through_config.rewards.nan_to_num(), by_name.rewards.nan_to_num())
+    assert not torch.allclose(through_config.advantages, default.advantages)
+
+
+def test_every_config_field_is_a_setting_an_argument_or_the_readers():
+    assert set(SETTINGS) == {f.name for f in dataclasses.fields(AdvantageConfig)} - {"dims", "weights"}
+    assert set(_CHANGED) == set(SETTINGS)
+
+
+def test_the_configs_weights_apply_unless_the_call_gives_its_own():
+    scores = torch.tensor([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]])
+    common = ([1, 1, 1], [True] * 3, ["g"] * 3)
+    config = AdvantageConfig(dims=("a", "b"), weights=(0.75, 0.25))
+    assert torch.equal(compute_pearl_advantage(scores, *common, config=config),
+                       compute_pearl_advantage(scores, *common, weights=[0.75, 0.25]))
+    assert torch.equal(compute_pearl_advantage(scores, *common, config=config, weights=[0.5, 0.5]),
+                       compute_pearl_advantage(scores, *common))
+
+
+def test_an_unknown_or_positional_setting_is_refused():
+    common = (torch.tensor([[0.5], [0.7]]), [1, 1], [True, True], ["g", "g"])
+    with pytest.raises(ValueError, match=r"unknown estimator setting\(s\) \['gama'\]; the settings are \['gamma'"):
+        compute_pearl_advantage(*common, gama=0.9)
+    with pytest.raises(TypeError):
+        compute_pearl_advantage(*common, 0.9)  # gamma by position once: now it must be named

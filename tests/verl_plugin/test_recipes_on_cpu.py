@@ -3,6 +3,7 @@
 A typo in a recipe (a key verl does not know, a bad value) fails here, not on a GPU cluster.
 """
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ from omegaconf import OmegaConf
 from verl.trainer.config import AlgoConfig
 from verl.utils.config import omega_conf_to_dataclass
 
+from pearl_verl.config import load_pearl_config
 from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin import config as config_module
 from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT, PEARL_SFT_CPU, compose_config, config_flags
@@ -111,7 +113,7 @@ def test_gspo_fsdp_recipe_composes_and_validates(tmp_path):
     assert (actor.clip_ratio_low, actor.clip_ratio_high) == (3e-4, 4e-4)
     assert actor.use_kl_loss is False and actor.strategy == "fsdp2"
     assert cfg.actor_rollout_ref.rollout.n == 8 and cfg.actor_rollout_ref.rollout.temperature == 1.0
-    assert cfg.pearl.advantage.gamma == 0.98
+    assert load_pearl_config(cfg.get("pearl")).advantage.gamma == 0.98
     assert cfg.data.train_files == [str(tmp_path / "gsm8k/train.parquet"), str(tmp_path / "math/train.parquet")]
 
 
@@ -213,16 +215,21 @@ METHOD = {
 """Settings of the method every PEARL run has (a sample of config/parts/*.yaml and the estimator's gamma)."""
 
 
-def flat(config) -> dict:
+def flat(config, read_pearl: bool = True) -> dict:
     """A composed config as ``dotted.path -> value`` (interpolations unresolved: a derived key differs only where its
-    source does)."""
+    source does). The ``pearl`` section is what the run reads: its dataclasses with the config's keys in place of their
+    defaults, so a run that leaves a method setting to its default and one that writes the default agree (unless
+    ``read_pearl`` is False: the keys a file itself writes)."""
     def walk(node, prefix):
         if isinstance(node, dict):
             for key, value in node.items():
                 yield from walk(value, f"{prefix}{key}.")
         else:
             yield prefix[:-1], node
-    return dict(walk(OmegaConf.to_container(config, resolve=False), ""))
+    tree = OmegaConf.to_container(config, resolve=False)
+    if read_pearl:
+        tree["pearl"] = dataclasses.asdict(load_pearl_config(tree.get("pearl")))
+    return dict(walk(tree, ""))
 
 
 def differences(a, b) -> dict:
@@ -273,7 +280,7 @@ def test_the_method_is_written_once_in_the_pearl_configs(tmp_path):
     """No recipe and no train-local override sets a key of config/parts/adv_gspo.yaml or method.yaml: they are read
     from there, by every run."""
     parts = Path(config_module.__file__).parent / "parts"
-    method = {key for name in ("adv_gspo.yaml", "method.yaml") for key in flat(OmegaConf.load(parts / name))}
+    method = {key for name in ("adv_gspo.yaml", "method.yaml") for key in flat(OmegaConf.load(parts / name), False)}
     assert set(METHOD) - {"pearl.advantage.gamma"} <= method
     for unknown in (lambda: config_flags("ppo_trainer"), lambda: compose_config("pearl_grpo", [])):
         with pytest.raises(ValueError, match="unknown PEARL config .*; one of pearl_adv_gspo, pearl_gspo, pearl_gspo_cpu"):
@@ -348,7 +355,7 @@ def test_train_locals_cold_start_runs_the_cluster_sft_recipes_config_outside_dev
 def test_the_sft_settings_are_written_once_in_the_pearl_sft_config(sft_command, tmp_path):
     """No SFT recipe and not train-local's cold start sets a key of config/parts/sft.yaml: every run reads it there."""
 
-    method = set(flat(OmegaConf.load(Path(config_module.__file__).parent / "parts" / "sft.yaml")))
+    method = set(flat(OmegaConf.load(Path(config_module.__file__).parent / "parts" / "sft.yaml"), False))
     assert set(SFT_METHOD) <= method
     runs = {"train-local": _train_local_sft_overrides(tmp_path),
             **{name: sft_command(RECIPES / name)[1] for name in (SFT_RECIPE.name, "run_qwen3_32b_judge_sft.sh")}}
@@ -362,12 +369,12 @@ def test_the_host_cpu_engine_settings_are_written_once_for_the_rl_actor_and_the_
     rl, sft = compose_config(PEARL_GSPO_CPU, []), compose_config(PEARL_SFT_CPU, [])
     for part, rl_at, sft_at in (("host_model", "actor_rollout_ref.model", "model"),
                                 ("host_engine", "actor_rollout_ref.actor.fsdp_config", "engine")):
-        settings = flat(OmegaConf.load(parts / f"{part}.yaml"))
+        settings = flat(OmegaConf.load(parts / f"{part}.yaml"), False)
         assert settings
         for key, value in settings.items():
             assert OmegaConf.select(rl, f"{rl_at}.{key}") == OmegaConf.select(sft, f"{sft_at}.{key}") == value, key
         for user, at in (("cpu.yaml", rl_at), ("sft_cpu.yaml", sft_at)):
-            assert not {f"{at}.{key}" for key in settings} & set(flat(OmegaConf.load(parts / user))), user
+            assert not {f"{at}.{key}" for key in settings} & set(flat(OmegaConf.load(parts / user), False)), user
 
 
 def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(tmp_path):

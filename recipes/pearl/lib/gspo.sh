@@ -24,7 +24,7 @@
 : "${ROLLOUT_TP:=4}"
 : "${ROLLOUT_GPU_MEM_UTIL:=0.6}"
 : "${ACTOR_LR:=1e-6}"                    # paper: 1e-6
-: "${PEARL_GAMMA:=0.98}"                 # the estimator's turn decay (paper: 0.98)
+# PEARL_GAMMA                            # the estimator's turn decay; unset: the method's (paper: 0.98)
 : "${TOTAL_EPOCHS:=3}"
 : "${SAVE_FREQ:=20}"                     # checkpoint every N steps
 : "${TEST_FREQ:=10}"                     # validation every N steps (-1: never)
@@ -47,7 +47,7 @@ DATA=(
 )
 
 ALGORITHM=(
-    +pearl.advantage.gamma=${PEARL_GAMMA}
+    ${PEARL_GAMMA:+"+pearl.advantage.gamma=${PEARL_GAMMA}"}
 )
 
 MODEL=(

@@ -39,8 +39,7 @@ ROLLOUT+=(
     actor_rollout_ref.rollout.val_kwargs.n=1
 )
 
-AGENT=(
-    +pearl.agent.max_tutor_turns=15
+AGENT=(  # up to 15 tutor turns, the method's (pearl.agent.max_tutor_turns)
     +pearl.agent.max_tokens_per_turn=${MAX_TOKENS_PER_TURN}
     +pearl.student.backend=llm
     +pearl.student.base_url=${STUDENT_BASE_URL}
