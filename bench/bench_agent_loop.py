@@ -52,7 +52,7 @@ class InstantStudent:
 
 class _Session:
     def __init__(self, latency: float):
-        from pearl_verl.student.types import StudentTurnState
+        from pearl_verl.dialogue.student_contract import StudentTurnState
 
         self.latency = latency
         self._trace = [StudentTurnState(0, ("no_attempt",), "none", {})]
@@ -62,7 +62,7 @@ class _Session:
         return self._trace
 
     async def respond(self, tutor_message: str) -> Any:
-        from pearl_verl.student.types import StudentTurn, StudentTurnState
+        from pearl_verl.dialogue.student_contract import StudentTurn, StudentTurnState
 
         if self.latency:
             await asyncio.sleep(self.latency)
@@ -90,7 +90,7 @@ def _setup(tmp: str) -> tuple[Any, Any, Any]:
         config = compose(config_name="ppo_trainer", overrides=overrides)
     from pearl_verl.dialogue.problem import Problem
     from pearl_verl.dialogue.sample import PearlSample
-    from pearl_verl.student.types import StudentCondition
+    from pearl_verl.dialogue.student_contract import StudentCondition
 
     problem = Problem("bench-1", "Ann has 12 pens and buys 7 more. How many now?", "12 + 7 = 19", "19", "gsm8k")
     sample = PearlSample(problem, StudentCondition(), InstantStudent().opening(problem, None))

@@ -8,15 +8,26 @@ The layers, lowest first; a module imports from its own layer and the ones below
 (``tests/test_layers.py`` holds this, and that no import circle exists between modules):
 
 1. foundation: ``errors``, ``ranges``, ``redact``, ``dims``, ``jsonl``, ``stats``, ``progress``,
-   ``children``, ``out_paths``, ``write_whole``, ``listen``, ``config_flags``, ``resume_guard``, ``resources``
-   (shipped prompts and data);
+   ``children``, ``out_paths``, ``write_whole``, ``listen``, ``config_flags``, ``resume_guard``,
+   ``strict_dataclass``, ``resources`` (shipped prompts and data);
 2. ``llm``: the OpenAI-compatible client and its test servers;
-3. the method: ``dialogue``, ``tutor``, ``student``, ``knowledge``, ``data``, ``judge``, ``advantage``,
-   ``config``;
-4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``cluster``, ``models`` (the
+3. the method, in this order inside:
+
+   a. ``dialogue``: problems, answers, the dialogue's records and runner, and the two roles' contracts
+      (``student_contract``, ``tutor_contract``);
+   b. ``tutor``: the instruction, the served, scripted and teaching-style tutors;
+   c. ``knowledge``: the curriculum graph and the problems' decomposition into its units;
+   d. ``student``: the simulator (profile, knowledge state, planner, realiser, backends);
+   e. ``data``: problem files, student conditions and verl's parquet;
+   f. ``judge``: the rubric, the judges and the reward fields;
+   g. ``advantage``: the estimator, its settings and metrics;
+   h. ``config``: the root ``pearl:`` section over all of them;
+   i. the method's commands, each package's ``*_cli`` modules: above everything they run;
+4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``models`` (the
    models a run starts from: the tiny offline ones, SmolLM2 from its wheel);
-5. verl: ``verl_plugin`` (with ``verl_plugin.cpu``, what verl needs on a machine without a GPU) and
-   ``train_local`` (the ``train-local`` launcher of verl's trainer);
+5. verl: ``verl_plugin`` (with ``verl_plugin.cpu``, what verl needs on a machine without a GPU and its
+   configs), ``train_local`` (the ``train-local`` launcher of verl's trainer) and ``plan`` (the capacity
+   plan of a verl recipe, read from the config it composes);
 6. ``cli``.
 
 One arrow runs up, on purpose: ``compare.screenshot`` drives the command line (``cli``) as a user

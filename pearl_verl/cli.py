@@ -42,7 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.data.prepare_cli",
     "pearl_verl.sft.gen_cli",
     "pearl_verl.train_local.train_cli",
-    "pearl_verl.cluster.plan_cli",
+    "pearl_verl.plan.plan_cli",
     "pearl_verl.view.view_cli",
 )
 

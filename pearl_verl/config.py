@@ -7,20 +7,16 @@ sub-config; typos fail at startup with the list of valid keys.
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from pearl_verl.advantage.advantage_config import AdvantageConfig
 from pearl_verl.advantage.failure_guard import FailureGuardConfig
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
-from pearl_verl.errors import InputError
 from pearl_verl.ranges import POSITIVE_OR_NULL, Range, check_ranges
+from pearl_verl.strict_dataclass import build_dataclass
 from pearl_verl.student.config import StudentConfig
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,24 +70,3 @@ def load_pearl_config(section: Mapping[str, Any] | None) -> PearlConfig:
         InputError: for an unknown key (with the closest valid key) or an invalid value.
     """
     return build_dataclass(PearlConfig, section or {}, "pearl")
-
-
-def build_dataclass(cls: type[T], values: Mapping[str, Any], path: str) -> T:
-    """Instantiate a (nested) frozen dataclass from a mapping, rejecting unknown keys."""
-    if not isinstance(values, Mapping):
-        raise InputError(f"{path} must be a mapping of settings, got {type(values).__name__}: {values!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = [key for key in values if key not in fields]
-    if unknown:
-        key = unknown[0]
-        close = difflib.get_close_matches(str(key), fields, n=1)
-        hint = f" Did you mean {path}.{close[0]}?" if close else ""
-        raise InputError(f"Unknown setting {path}.{key}.{hint} Valid keys: {sorted(fields)}.")
-    kwargs = {}
-    for name, value in values.items():
-        default = fields[name].default_factory if fields[name].default_factory is not dataclasses.MISSING else None
-        if default is not None and dataclasses.is_dataclass(default):
-            kwargs[name] = build_dataclass(default, value or {}, f"{path}.{name}")
-        else:
-            kwargs[name] = tuple(value) if isinstance(value, list | tuple) else value
-    return cls(**kwargs)

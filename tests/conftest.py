@@ -11,9 +11,9 @@ from packaging.version import Version
 
 from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition, StudentTurnState
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.rubric import RUBRIC
-from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from pearl_verl.cluster.plan import RecipeSettings
 from pearl_verl.config import AgentConfig, PearlConfig
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.judge.config import JudgeConfig
 from pearl_verl.judge.llm_judge import PAPER_JUDGE_SAMPLING, LLMJudge
+from pearl_verl.plan.capacity import RecipeSettings
 from pearl_verl.train_local.config import LocalTrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,3 +135,15 @@ def test_the_places_that_read_a_method_setting_start_from_its_default():
         PAPER_JUDGE_SAMPLING.temperature, PAPER_JUDGE_SAMPLING.top_k, PAPER_JUDGE_SAMPLING.max_tokens)
     assert (LLMJudge(backend=None).aggregate, LLMJudge(backend=None).parse_retries) == (
         judge.aggregate, judge.parse_retries)
+
+
+def test_the_readmes_table_of_estimator_settings_states_the_defaults():
+    rows = re.findall(r"^\| `pearl\.advantage\.(\w+)` \| `([^`]+)` \|", (ROOT / "README.md").read_text(), re.M)
+    assert len(rows) >= 4
+    config = PearlConfig().advantage
+    for name, shown in rows:
+        value = getattr(config, name)
+        if isinstance(value, float):
+            assert float(shown) == value, (name, shown)
+        else:
+            assert shown.lower() == str(value).lower(), (name, shown)

@@ -1,4 +1,5 @@
-"""The package's layers (named in ``pearl_verl/__init__.py``): no import circle, no arrow up but the one named."""
+"""The package's layers (named in ``pearl_verl/__init__.py``): no import circle, no arrow up but the one named,
+also between the method's packages, whose commands (``*_cli`` modules) sit above them all."""
 
 import ast
 from pathlib import Path
@@ -10,13 +11,16 @@ import pearl_verl
 PACKAGE = Path(pearl_verl.__file__).parent
 LAYERS = (
     {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "write_whole", "listen",
-     "config_flags", "resume_guard", "resources"},
+     "config_flags", "resume_guard", "strict_dataclass", "resources"},
     {"llm"},
     {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "config"},
-    {"eval", "sft", "compare", "view", "faults", "cluster", "models"},
-    {"verl_plugin", "train_local"},
+    {"eval", "sft", "compare", "view", "faults", "models"},
+    {"verl_plugin", "train_local", "plan"},
     {"cli"},
 )
+METHOD = LAYERS[2]
+METHOD_ORDER = ("dialogue", "tutor", "knowledge", "student", "data", "judge", "advantage", "config")
+"""The method's packages, lowest first; its commands (``*_cli`` modules) come after them all."""
 UPWARD_ON_PURPOSE = {("pearl_verl.compare.screenshot", "cli")}
 
 
@@ -52,6 +56,22 @@ def test_every_module_has_a_layer():
 def test_no_import_circle():
     circles = [c for c in nx.simple_cycles(GRAPH) if len(c) > 1]
     assert circles == []
+
+
+def _method_rank(module: str) -> int:
+    return len(METHOD_ORDER) if module.rsplit(".", 1)[-1].endswith("_cli") else METHOD_ORDER.index(module.split(".")[1])
+
+
+def test_the_method_names_each_package_once_in_order():
+    assert set(METHOD_ORDER) == METHOD and len(METHOD_ORDER) == len(METHOD)
+
+
+def test_no_arrow_runs_up_inside_the_method_and_its_commands_sit_on_top():
+    inside = [(a, b) for a, b in GRAPH.edges if a.count(".") and b.count(".")
+              and a.split(".")[1] in METHOD and b.split(".")[1] in METHOD]
+    assert inside, "the method's packages import each other"
+    upward = sorted((a, b) for a, b in inside if _method_rank(b) > _method_rank(a))
+    assert upward == []
 
 
 def test_no_arrow_runs_up_but_the_one_named():

@@ -6,7 +6,7 @@ import pytest
 
 from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
-from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition, StudentTurnState
 
 
 def _episode(make_episode, end_reason="tutor_ended"):

@@ -35,8 +35,8 @@ from pearl_verl.compare.order import SHOWN, dims_to_real, left_side, to_real
 from pearl_verl.compare.store import MAX_COMMENT_CHARS, Annotator, DuplicateVote, Store, StoredPair
 from pearl_verl.compare.templates import CSS, TEMPLATES
 from pearl_verl.dialogue.episode import STUDENT, TUTOR
+from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, TRAITS
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.student.types import ABILITY_LEVELS, TRAITS
 
 SECURITY_HEADERS: dict[str, str] = {
     "Content-Security-Policy": (

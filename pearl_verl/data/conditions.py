@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, TRAITS, CognitiveProfile, StudentCondition
 from pearl_verl.errors import InputError
-from pearl_verl.student.types import ABILITY_LEVELS, TRAITS, CognitiveProfile, StudentCondition
 
 
 @dataclass(frozen=True)

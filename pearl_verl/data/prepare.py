@@ -44,9 +44,9 @@ from pearl_verl.data.sources import READERS, SourceItem, load_source
 from pearl_verl.dialogue.answers import answers_match
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.sample import PearlSample
+from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, StudentCondition
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import POSITIVE, SEED, Range, check_ranges
-from pearl_verl.student.types import ABILITY_LEVELS, StudentCondition
 
 logger = logging.getLogger(__name__)
 

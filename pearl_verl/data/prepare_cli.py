@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.data.prepare import PrepareConfig
+from pearl_verl.dialogue.student_contract import ABILITY_LEVELS
 from pearl_verl.errors import InputError
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import SHARE
 from pearl_verl.redact import redact
-from pearl_verl.student.types import ABILITY_LEVELS
 from pearl_verl.write_whole import write_whole
 
 if TYPE_CHECKING:

@@ -9,25 +9,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from pearl_verl.data.sources import SourceError, file_records
 from pearl_verl.dialogue.answers import gsm8k_final_answer, gsm8k_rationale, last_boxed
-from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.problem import Problem, SimulationItem
 from pearl_verl.dialogue.sample import EXTRA_INFO_KEY, PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import POSITIVE
-
-
-@dataclass(frozen=True)
-class SimulationItem:
-    """One problem to simulate, with the misconception its source provides (MathDial), if any."""
-
-    problem: Problem
-    misconception: str | None = None
 
 
 def problem_from_row(row: Mapping[str, Any], index: int, stem: str) -> SimulationItem:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurnState
 from pearl_verl.errors import InputError
-from pearl_verl.student.types import StudentCondition, StudentTurnState
 
 STUDENT, TUTOR = "student", "tutor"
 

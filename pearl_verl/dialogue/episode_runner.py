@@ -17,11 +17,10 @@ from enum import Enum, auto
 
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition, StudentSession, StudentTurn
+from pearl_verl.dialogue.tutor_contract import TutorPolicy, split_end_marker
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import LLMCallError
-from pearl_verl.student.types import StudentCondition, StudentSession, StudentTurn
-from pearl_verl.tutor.policy import TutorPolicy
-from pearl_verl.tutor.prompts import split_end_marker
 
 logger = logging.getLogger(__name__)
 

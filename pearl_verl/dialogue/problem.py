@@ -76,3 +76,11 @@ def solution_steps(reference_solution: str) -> list[str]:
     if len(lines) > 1:
         return lines
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", reference_solution) if s.strip()]
+
+
+@dataclass(frozen=True)
+class SimulationItem:
+    """One problem to simulate, with the misconception its source provides (MathDial), if any."""
+
+    problem: Problem
+    misconception: str | None = None

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition
 from pearl_verl.errors import InputError
-from pearl_verl.student.types import StudentCondition
 
 EXTRA_INFO_KEY = "pearl"
 

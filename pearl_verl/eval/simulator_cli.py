@@ -74,6 +74,7 @@ def build_annotator(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pearl_verl.dialogue.student_contract import ABILITY_LEVELS
     from pearl_verl.eval.plots import line_with_ci
     from pearl_verl.eval.runner import read_results
     from pearl_verl.eval.simulator_stats import (
@@ -84,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from pearl_verl.progress import progress_bar
     from pearl_verl.stats import Estimate
-    from pearl_verl.student.types import ABILITY_LEVELS
 
     dialogues = [d for path in args.dialogues for d in read_dialogues(path, args.name)]
     keys = [d.key for d in dialogues]

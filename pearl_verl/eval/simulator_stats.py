@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.dialogue.episode import EpisodeRecord
+from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, ATTEMPT_OUTCOMES
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.annotate import PLANNED_SOURCE, Annotator, annotation_row, labelled, turns_of
 from pearl_verl.eval.runner import read_results
@@ -29,7 +30,6 @@ from pearl_verl.stats import Estimate, wilson_ci
 from pearl_verl.student.diversity import diversity_report
 from pearl_verl.student.fallbacks import FallbackRates
 from pearl_verl.student.taxonomy import BEHAVIOUR_TITLES, BEHAVIOURS
-from pearl_verl.student.types import ABILITY_LEVELS, ATTEMPT_OUTCOMES
 
 logger = logging.getLogger(__name__)
 

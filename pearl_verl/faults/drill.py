@@ -44,6 +44,7 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import SourceItem, load_source
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.student_contract import StudentCondition
 from pearl_verl.errors import InputError
 from pearl_verl.faults.plan import FaultConfig, Injection
 from pearl_verl.faults.recording import CallRecord, RecordingBackend, tagged
@@ -56,7 +57,6 @@ from pearl_verl.llm.client import OpenAIChatClient
 from pearl_verl.llm.types import EndpointConfig
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
-from pearl_verl.student.types import StudentCondition
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 logger = logging.getLogger(__name__)

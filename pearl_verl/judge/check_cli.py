@@ -69,7 +69,7 @@ def run_check(args: argparse.Namespace) -> int:
     from pearl_verl.judge.config import build_judge
 
     if args.human is not None:
-        from pearl_verl.judge.human_check import run_human_check
+        from pearl_verl.judge.human_check_cli import run_human_check
 
         return run_human_check(args)
     if args.limit is not None or args.splits != ",".join(MEASURED_SPLITS):

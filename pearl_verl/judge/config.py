@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pearl_verl.config import build_dataclass
 from pearl_verl.judge import llm_judge
 from pearl_verl.judge.backends import CPU_JUDGES, JUDGE_BACKENDS, PromptBuilder
 from pearl_verl.judge.scoring import AGGREGATES
@@ -18,6 +17,7 @@ from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.settings import EndpointSettings
 from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.ranges import COUNT, Range
+from pearl_verl.strict_dataclass import build_dataclass
 
 BACKENDS: tuple[str, ...] = tuple(JUDGE_BACKENDS)
 """Every backend's name, in the table's order."""

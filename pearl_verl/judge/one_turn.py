@@ -38,12 +38,12 @@ from pearl_verl.data.mrbench import HumanConversation
 from pearl_verl.dialogue.answers import numbers_in
 from pearl_verl.dialogue.episode import TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition
 from pearl_verl.errors import InputError
 from pearl_verl.judge.backends import judge_backends
 from pearl_verl.judge.prompt import one_turn_messages
 from pearl_verl.judge.rubric import ONE_TURN_CRITERIA
 from pearl_verl.judge.types import NOT_GIVEN, JudgeResult
-from pearl_verl.student.types import StudentCondition
 
 ONE_TURN_BACKENDS = judge_backends(scores_criteria=True)
 """The judge backends that can score one candidate turn (the probes score no criteria)."""

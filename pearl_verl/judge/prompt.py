@@ -32,13 +32,13 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.dialogue.student_contract import TRAITS, StudentTurnState
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
 from pearl_verl.judge.escape import attr, escape
 from pearl_verl.judge.rubric import ONE_TURN_CRITERIA, RUBRIC, Rubric, render_rubric
 from pearl_verl.judge.types import NOT_GIVEN
 from pearl_verl.llm.types import Message
-from pearl_verl.student.types import TRAITS, StudentTurnState
 
 MAX_MASTERY_UNITS = 16  # per turn; a longer state is summarised so one turn cannot flood the prompt
 

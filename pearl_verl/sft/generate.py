@@ -32,14 +32,14 @@ from typing import Any
 from pearl_verl.dialogue.episode import STUDENT, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.dialogue.sample import PearlSample
+from pearl_verl.dialogue.student_contract import StudentSimulator
+from pearl_verl.dialogue.tutor_contract import TutorPolicy
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import end_with_newline, json_line
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, reward_info, should_judge
 from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm.types import LLMCallError
 from pearl_verl.sft.dataset import read_records
-from pearl_verl.student.types import StudentSimulator
-from pearl_verl.tutor.policy import TutorPolicy
 
 logger = logging.getLogger(__name__)
 

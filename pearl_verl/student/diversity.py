@@ -27,9 +27,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pearl_verl.dialogue.student_contract import ATTEMPT_OUTCOMES
 from pearl_verl.errors import InputError
 from pearl_verl.student.taxonomy import BEHAVIOURS
-from pearl_verl.student.types import ATTEMPT_OUTCOMES
 
 
 @dataclass(frozen=True)

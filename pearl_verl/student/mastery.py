@@ -29,9 +29,9 @@ from collections.abc import Mapping
 
 import networkx as nx
 
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
-from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 MASTERY_BANDS: tuple[tuple[float, str], ...] = ((0.4, "not yet"), (0.7, "partial"), (float("inf"), "mastered"))
 

@@ -14,9 +14,9 @@ import random
 import re
 
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition
 from pearl_verl.knowledge.decomposition import Decomposition
 from pearl_verl.student.planner import Plan
-from pearl_verl.student.types import StudentCondition
 
 PHRASES: dict[str, tuple[str, ...]] = {
     "off_topic": (

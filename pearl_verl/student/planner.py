@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, replace
 
 from pearl_verl.dialogue.answers import answers_match
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import CognitiveProfile
 from pearl_verl.knowledge.decomposition import Decomposition
 from pearl_verl.student.reading import TutorMove
 from pearl_verl.student.taxonomy import ordered_labels
-from pearl_verl.student.types import CognitiveProfile
 
 
 @dataclass

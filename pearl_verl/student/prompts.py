@@ -15,6 +15,7 @@ from typing import Any
 
 from pearl_verl.dialogue.episode import STUDENT, DialogueTurn
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import TRAITS, CognitiveProfile
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
@@ -24,7 +25,6 @@ from pearl_verl.student.mastery import mastery_band
 from pearl_verl.student.offline_realiser import setup_of
 from pearl_verl.student.planner import Plan
 from pearl_verl.student.taxonomy import ATTEMPT_DEFINITIONS, BEHAVIOUR_DEFINITIONS, BEHAVIOURS, taxonomy_table
-from pearl_verl.student.types import TRAITS, CognitiveProfile
 
 TRAIT_WORDS: dict[str, tuple[str, str, str]] = {
     "activeness": (

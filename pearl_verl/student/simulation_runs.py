@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pearl_verl.data.problem_files import SimulationItem
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.problem import SimulationItem
+from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, CognitiveProfile, StudentCondition, StudentSimulator
+from pearl_verl.dialogue.tutor_contract import TutorPolicy
 from pearl_verl.errors import InputError
 from pearl_verl.student.diversity import LabelledTurn
-from pearl_verl.student.types import ABILITY_LEVELS, CognitiveProfile, StudentCondition, StudentSimulator
-from pearl_verl.tutor.policy import TutorPolicy
 
 ABILITY_CHOICES: tuple[str, ...] = (*ABILITY_LEVELS, "mixed", "all")
 """``low``/``medium``/``high``: a profile from that band; ``mixed``: any of the 243 profiles;

@@ -29,6 +29,7 @@ from typing import TypeVar
 from pearl_verl.dialogue.answers import answers_match, numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum, load_curriculum
@@ -52,7 +53,6 @@ from pearl_verl.student.planner import (
 )
 from pearl_verl.student.reading import TutorMove, read_tutor, states_correct_answer
 from pearl_verl.student.taxonomy import ordered_labels
-from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 
 logger = logging.getLogger(__name__)
 

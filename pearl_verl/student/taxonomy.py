@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pearl_verl.dialogue.student_contract import ATTEMPT_OUTCOMES
 from pearl_verl.errors import InputError
-from pearl_verl.student.types import ATTEMPT_OUTCOMES
 
 ATTEMPT_DEFINITIONS: dict[str, str] = {
     "correct": "Correct attempt: the student carries out a step or states the final answer correctly.",

@@ -26,12 +26,12 @@ from typing import Any
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.dialogue.sample import PearlSample
+from pearl_verl.dialogue.student_contract import StudentSimulator
+from pearl_verl.dialogue.tutor_contract import TutorPolicy
 from pearl_verl.errors import InputError
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
 from pearl_verl.sft.dataset import sft_messages, sft_row, write_sft
 from pearl_verl.sft.filters import FilterConfig, drop_reason
-from pearl_verl.student.types import StudentSimulator
-from pearl_verl.tutor.policy import TutorPolicy
 from pearl_verl.tutor.styles import TEACHER_POOLS
 
 

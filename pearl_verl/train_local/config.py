@@ -177,7 +177,7 @@ class LocalTrainConfig:
     @property
     def ability_mix(self) -> dict[str, float]:
         """``student_ability`` as the condition sampler's ability mix (equal weights)."""
-        from pearl_verl.student.types import ABILITY_LEVELS
+        from pearl_verl.dialogue.student_contract import ABILITY_LEVELS
 
         levels = list(ABILITY_LEVELS) if self.student_ability == "all" else [s.strip() for s in self.student_ability.split(",")]
         unknown = [level for level in levels if level not in ABILITY_LEVELS]

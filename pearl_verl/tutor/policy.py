@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
 
 from pearl_verl.dialogue.episode import DialogueTurn
 from pearl_verl.dialogue.problem import Problem
@@ -28,15 +27,6 @@ def counting_cut_replies() -> Iterator[list[int]]:
         yield counter
     finally:
         _cut_replies.reset(token)
-
-
-@runtime_checkable
-class TutorPolicy(Protocol):
-    """Writes the tutor's next message from the dialogue so far."""
-
-    async def reply(self, problem: Problem, turns: Sequence[DialogueTurn]) -> str:
-        """The next tutor message; may end with the end marker. Raises LLMCallError on failure."""
-        ...
 
 
 class ChatTutor:

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 
 from pearl_verl.dialogue.episode import TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.tutor_contract import END_MARKER
 from pearl_verl.llm.types import Message
-
-END_MARKER = "[END_OF_SESSION]"
 
 TUTOR_INSTRUCTION = f"""You are a patient, encouraging Socratic math tutor talking with one student.
 Your goal is that the student solves the problem themselves and understands why the method works.
@@ -68,9 +67,3 @@ def episode_messages(episode: EpisodeRecord, include_reference: bool = True) -> 
     return messages
 
 
-def split_end_marker(text: str) -> tuple[str, bool]:
-    """The message before the end marker, and whether the marker was present."""
-    index = text.find(END_MARKER)
-    if index < 0:
-        return text.strip(), False
-    return text[:index].strip(), True

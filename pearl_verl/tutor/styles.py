@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
 from pearl_verl.dialogue.problem import Problem
-from pearl_verl.tutor.policy import TutorPolicy
+from pearl_verl.dialogue.tutor_contract import TutorPolicy
 from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor, student_stated_answer
 

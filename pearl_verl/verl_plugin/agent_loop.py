@@ -33,9 +33,9 @@ from pearl_verl.advantage.metrics import fallback_counts
 from pearl_verl.dialogue.episode import STUDENT, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, TutorReply, run_episode
 from pearl_verl.dialogue.sample import PearlSample
+from pearl_verl.dialogue.student_contract import StudentSession, StudentTurn
 from pearl_verl.errors import InputError
 from pearl_verl.llm.types import LLMCallError
-from pearl_verl.student.types import StudentSession, StudentTurn
 from pearl_verl.tutor.prompts import tutor_system_prompt
 from pearl_verl.verl_plugin.compat import builder_render, replace_builder_render
 from pearl_verl.verl_plugin.estimator import pearl_config_from_root

@@ -300,7 +300,7 @@ def canned_dialogue():
     """A short Socratic dialogue in which the student solves the problem: what the judge check scores."""
     from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord
     from pearl_verl.dialogue.problem import Problem
-    from pearl_verl.student.types import CognitiveProfile, StudentCondition, StudentTurnState
+    from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition, StudentTurnState
 
     problem = Problem("doctor-1", "Tom has 3 boxes of 4 apples and eats 2. How many are left?",
                       "3 * 4 = 12 apples; 12 - 2 = 10.", "10", "gsm8k")

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     cluster = parser.add_argument_group("cluster (--cluster)")
     cluster.add_argument("--cluster", action="store_true", help="run the cluster checks")
-    cluster.add_argument("--recipe", type=Path, help="the recipe whose settings are checked (its --dry-run is read; "
+    cluster.add_argument("--recipe", type=Path, help="the recipe whose settings are checked (its --dry-run, composed; "
                          "default: the FSDP2 PEARL recipe, in a clone)")
     cluster.add_argument("--data", action="append", default=[], metavar="PARQUET",
                          help="train/val parquet to check (repeatable; default: the recipe's data files)")
@@ -56,16 +56,16 @@ def cluster_target(args: argparse.Namespace):
         InputError: for a recipe whose dry run fails or hangs, a setting out of its range (as
             ``pearl-verl plan``), or data files that are neither a path nor a list of paths.
     """
-    from pearl_verl.cluster.model_specs import is_file, model_spec
-    from pearl_verl.cluster.plan import override_values, settings_from_overrides, training_memory
-    from pearl_verl.cluster.plan_cli import DEFAULT_RECIPE, recipe_overrides
+    from pearl_verl.plan.capacity import override_values, training_memory
+    from pearl_verl.plan.model_specs import is_file, model_spec
+    from pearl_verl.plan.plan_cli import DEFAULT_RECIPE, composed_settings, recipe_overrides
     from pearl_verl.ranges import NULLS
     from pearl_verl.verl_plugin.cluster_checks import ClusterTarget
 
     recipe = args.recipe or (DEFAULT_RECIPE if is_file(DEFAULT_RECIPE) else None)
     overrides = recipe_overrides(recipe, None, []) if recipe else []
     values = override_values(overrides)
-    settings = settings_from_overrides(overrides)
+    settings = composed_settings(overrides)
     endpoints = {}
     for role, section in ENDPOINT_KEYS.items():
         flags = {k: v for k, v in endpoint_values(args, f"{role}-").items() if v}
@@ -77,7 +77,7 @@ def cluster_target(args: argparse.Namespace):
     for key in ("data.train_files", "data.val_files"):
         if not args.data and key in values:
             data += data_paths(key, values[key])
-    needed = training_memory(model_spec(args.tutor_model), settings)["total"] if settings.engine == "fsdp2" else 0.0
+    needed = training_memory(model_spec(args.tutor_model), settings)["total"] if settings.fsdp else 0.0
     return ClusterTarget(
         engine=settings.engine,
         gpus_per_node=settings.gpus_per_node,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pearl_verl.student.types import StudentSimulator
+from pearl_verl.dialogue.student_contract import StudentSimulator
 
 _CACHE: dict[Any, StudentSimulator] = {}
 _LOCK = threading.Lock()

@@ -313,7 +313,7 @@ def _short(value: Any) -> str:
 def _ability(profile: Mapping[str, Any]) -> str | None:
     if not profile:
         return None
-    from pearl_verl.student.types import CognitiveProfile
+    from pearl_verl.dialogue.student_contract import CognitiveProfile
 
     try:
         return CognitiveProfile(**profile).ability

@@ -52,7 +52,7 @@ def test_no_scored_sample_reports_only_counts():
 
 def test_student_fallback_rate_counts_replies_whose_labels_or_message_fell_back():
     from pearl_verl.advantage.metrics import FALLBACK_RATE_KEY, fallback_counts, student_fallback_metrics
-    from pearl_verl.student.types import StudentTurnState
+    from pearl_verl.dialogue.student_contract import StudentTurnState
 
     def state(plan, reply):
         return StudentTurnState(1, (), "none", {}, plan_source=plan, reply_source=reply)

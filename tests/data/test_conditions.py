@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from pearl_verl.data.conditions import ConditionSampler, profiles_of
-from pearl_verl.student.types import ABILITY_LEVELS
+from pearl_verl.dialogue.student_contract import ABILITY_LEVELS
 
 
 def test_profiles_partition_all_243():

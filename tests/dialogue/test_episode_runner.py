@@ -7,8 +7,8 @@ import pytest
 from pearl_verl.dialogue.episode import STUDENT, TUTOR
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, TutorReply, policy_step, run_episode
 from pearl_verl.dialogue.problem import Problem, solution_steps
+from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.llm import LLMCallError
-from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor, hide_results
 

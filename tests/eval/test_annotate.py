@@ -5,6 +5,7 @@ import json
 import pytest
 
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentTurnState
 from pearl_verl.eval.annotate import (
     PLANNED_SOURCE,
     AnnotationError,
@@ -16,7 +17,6 @@ from pearl_verl.eval.annotate import (
 from pearl_verl.llm.client import OpenAIChatClient
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 from pearl_verl.llm.types import EndpointConfig
-from pearl_verl.student.types import StudentTurnState
 
 PROBLEM = Problem("p1", "What is 3 * 4 - 2?", "3 * 4 = 12\n12 - 2 = 10", "10", "gsm8k")
 

@@ -3,6 +3,7 @@
 import pytest
 
 from pearl_verl.dialogue.sample import PearlSample
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition
 from pearl_verl.eval.protocol import (
     EvalProtocol,
     Manifest,
@@ -12,7 +13,6 @@ from pearl_verl.eval.protocol import (
     resolve_manifest,
     write_manifest,
 )
-from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 
 @pytest.fixture

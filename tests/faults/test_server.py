@@ -8,6 +8,7 @@ import pytest
 
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition
 from pearl_verl.faults.checks import predict_call
 from pearl_verl.faults.plan import FaultConfig, FaultKind, request_fingerprint
 from pearl_verl.faults.recording import RecordingBackend, tagged
@@ -20,7 +21,6 @@ from pearl_verl.llm import EndpointConfig, LLMCallError, OpenAIChatClient, Sampl
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.prompts import parse_planner
-from pearl_verl.student.types import CognitiveProfile, StudentCondition
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]

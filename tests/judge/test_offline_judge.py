@@ -16,12 +16,12 @@ from pearl_verl.data.location import data_dir
 from pearl_verl.dialogue.answers import gsm8k_final_answer, gsm8k_rationale, mentions_answer, numbers_in
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.features import extract_features, key_results
 from pearl_verl.judge.offline import HeuristicJudge
 from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import canonical_output
-from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
 
 GSM8K_TEST = data_dir() / "gsm8k" / "test.jsonl"

@@ -99,9 +99,9 @@ def test_the_judge_command_sends_its_schema(tmp_path, make_episode, make_output)
 def test_the_student_planner_sends_its_schema_and_the_realiser_none():
     from pearl_verl.data.location import data_dir
     from pearl_verl.data.problem_files import load_problems
+    from pearl_verl.dialogue.student_contract import StudentCondition
     from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
-    from pearl_verl.student.types import StudentCondition
 
     def respond(body):
         if body["messages"][0]["content"].startswith("You plan the next turn"):

@@ -3,6 +3,7 @@
 import asyncio
 
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
+from pearl_verl.dialogue.student_contract import StudentCondition, StudentSession, StudentSimulator
 from pearl_verl.llm import LLMCallError
 from pearl_verl.llm.scripted import ScriptedChatBackend
 from pearl_verl.student.baselines import SOCRATICLM_TYPES, MathDialStudentSimulator, SocraticLMStudentSimulator
@@ -11,7 +12,6 @@ from pearl_verl.student.baselines.roleplay import FALLBACK_MESSAGE, heuristic_at
 from pearl_verl.student.baselines.socraticlm import student_type
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
-from pearl_verl.student.types import StudentCondition, StudentSession, StudentSimulator
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 ENDPOINT = dict(base_url="http://127.0.0.1:9/v1", model="student")

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition
 from pearl_verl.knowledge.curriculum import CURRICULUM_SCHEMA, curriculum_from_dict, load_curriculum
 from pearl_verl.student.mastery import (
     initial_mastery,
@@ -15,7 +16,6 @@ from pearl_verl.student.mastery import (
     update_mastery,
     violations,
 )
-from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 CURRICULUM = load_curriculum()
 CHAIN = nx.DiGraph([("addition", "multiplication"), ("multiplication", "percent")])

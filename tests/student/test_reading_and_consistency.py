@@ -5,13 +5,13 @@ import random
 import pytest
 
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.extract import rule_decomposition
 from pearl_verl.student.consistency import check_message, clean_message
 from pearl_verl.student.offline_realiser import minimal_message, opening_text, realise
 from pearl_verl.student.planner import Mind, Plan, cognitive_draw, format_number, to_number, wrong_value
 from pearl_verl.student.reading import TutorMove, read_tutor, same_answer, stated_answer, states_correct_answer
-from pearl_verl.student.types import CognitiveProfile, StudentCondition
 from pearl_verl.tutor.scripted import hide_results
 
 CURRICULUM = load_curriculum()

@@ -7,6 +7,7 @@ import string
 import pytest
 
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition
 from pearl_verl.judge.junk import CUES
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.extract import rule_decomposition
@@ -17,7 +18,6 @@ from pearl_verl.student.offline_realiser import PHRASES
 from pearl_verl.student.planner import Mind, special_turn
 from pearl_verl.student.reading import TutorMove, read_tutor
 from pearl_verl.student.simulator import PearlStudentSimulator
-from pearl_verl.student.types import CognitiveProfile, StudentCondition
 
 CURRICULUM = load_curriculum()
 EGGS = Problem(

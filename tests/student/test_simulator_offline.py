@@ -7,17 +7,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_episode
-from pearl_verl.student.config import StudentConfig
-from pearl_verl.student.mastery import violations
-from pearl_verl.student.simulator import PearlStudentSimulator
-from pearl_verl.student.taxonomy import BEHAVIOURS
-from pearl_verl.student.types import (
+from pearl_verl.dialogue.student_contract import (
     ATTEMPT_OUTCOMES,
     CognitiveProfile,
     StudentCondition,
     StudentSession,
     StudentSimulator,
 )
+from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.mastery import violations
+from pearl_verl.student.simulator import PearlStudentSimulator
+from pearl_verl.student.taxonomy import BEHAVIOURS
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
 
 MID = CognitiveProfile(2, 2, 2, 2, 2)

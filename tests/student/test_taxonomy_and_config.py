@@ -2,7 +2,8 @@
 
 import pytest
 
-from pearl_verl.config import build_dataclass
+from pearl_verl.dialogue.student_contract import ATTEMPT_OUTCOMES
+from pearl_verl.strict_dataclass import build_dataclass
 from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.taxonomy import (
     ATTEMPT_DEFINITIONS,
@@ -12,7 +13,6 @@ from pearl_verl.student.taxonomy import (
     ordered_labels,
     taxonomy_table,
 )
-from pearl_verl.student.types import ATTEMPT_OUTCOMES
 
 
 def test_taxonomy_covers_the_papers_labels():

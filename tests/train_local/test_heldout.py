@@ -5,8 +5,8 @@ import math
 import pytest
 
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.student.types import CognitiveProfile, StudentCondition
 from pearl_verl.train_local.heldout import (
     HeldOut,
     append_heldout,

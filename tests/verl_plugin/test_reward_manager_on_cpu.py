@@ -18,11 +18,11 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
 from verl.trainer.ppo.reward import load_reward_manager
 
+from pearl_verl.dialogue.student_contract import StudentTurnState
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
 from pearl_verl.judge.rubric import RUBRIC
 from pearl_verl.llm.local_server import LocalChatServer, Reply
-from pearl_verl.student.types import StudentTurnState
 from pearl_verl.verl_plugin.reward_manager import EPISODE_KEY, PearlJudgeRewardManager
 
 MAX_RETRIES, PARSE_RETRIES = 1, 1

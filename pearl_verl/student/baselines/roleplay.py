@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pearl_verl.dialogue.answers import numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
 from pearl_verl.dialogue.problem import Problem
+from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.knowledge.decomposition import reference_steps, step_result
 from pearl_verl.llm.types import ChatBackend, LLMCallError, Message
 from pearl_verl.student.config import StudentConfig
@@ -22,7 +23,6 @@ from pearl_verl.student.consistency import clean_message, role_issues
 from pearl_verl.student.planner import to_number
 from pearl_verl.student.prompts import dialogue_messages
 from pearl_verl.student.reading import states_correct_answer
-from pearl_verl.student.types import StudentCondition, StudentTurn, StudentTurnState
 
 logger = logging.getLogger(__name__)
 

@@ -39,8 +39,24 @@ def config_flags(name: str) -> list[str]:
 
 
 def compose_config(name: str, overrides: list[str]):
-    """The config a trainer runs with ``config_flags(name) + overrides`` (Hydra's compose, no run)."""
+    """The config a trainer runs with ``config_flags(name) + overrides`` (Hydra's compose, no run).
+
+    verl's own configs are read as the files that ``pkg://verl.trainer.config`` names, so composing imports
+    neither verl nor torch (0.4 s against 8 s): ``pearl-verl plan`` and ``doctor`` read a recipe this way.
+    """
     from hydra import compose, initialize_config_module
 
+    searchpath = f"hydra.searchpath=['file://{verl_config_dir()}']"
     with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):
-        return compose(config_name=_known(name), overrides=list(overrides))
+        return compose(config_name=_known(name), overrides=[searchpath, *overrides])
+
+
+def verl_config_dir() -> str:
+    """The folder of verl's ``ppo_trainer.yaml`` and the rest of ``verl.trainer.config``, found without importing verl."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("verl is not installed: pip install -e . installs the version pearl_verl runs on")
+    return str(Path(spec.submodule_search_locations[0]) / "trainer" / "config")

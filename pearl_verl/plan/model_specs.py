@@ -4,7 +4,7 @@ Counts follow the Qwen3 / Llama decoder: per layer, attention projections q, k, 
 two RMSNorms, and a SwiGLU MLP (gate, up, down) or, for MoE, ``num_experts`` such MLPs of width
 ``moe_intermediate_size`` with a router, of which ``num_experts_per_tok`` run per token. The
 shipped configs (``pearl_verl/resources/models``) give the paper's models: the formulas reproduce
-their published sizes (tests/cluster/test_model_specs.py).
+their published sizes (tests/plan/test_model_specs.py).
 """
 
 from __future__ import annotations

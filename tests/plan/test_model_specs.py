@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pearl_verl.cluster.model_specs import ModelSpec, model_spec, spec_from_config
+from pearl_verl.plan.model_specs import ModelSpec, model_spec, spec_from_config
 
 
 def test_qwen3_30b_a3b_matches_its_published_size_and_kv_cache():

@@ -2,13 +2,16 @@
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from pearl_verl import cli
-from pearl_verl.cluster.model_specs import ModelSpec, model_spec
-from pearl_verl.cluster.plan import (
+from pearl_verl.config import AgentConfig
+from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.plan.capacity import (
     Assumptions,
     RecipeSettings,
     kv_capacity_tokens,
@@ -17,7 +20,9 @@ from pearl_verl.cluster.plan import (
     step_tokens,
     training_memory,
 )
-from pearl_verl.cluster.plan_cli import recipe_overrides
+from pearl_verl.plan.model_specs import ModelSpec, model_spec
+from pearl_verl.plan.plan_cli import composed_settings, recipe_overrides
+from pearl_verl.verl_plugin.config import compose_config
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "pearl"
 TOY = ModelSpec("toy", hidden=8, layers=2, heads=2, kv_heads=1, head_dim=4, intermediate=16, vocab=10)
@@ -98,3 +103,27 @@ def test_plan_command_prints_the_verdict_and_exits_1_when_it_does_not_fit(capsys
     assert plan["fits"] is False and plan["recipe"]["train_batch_size"] == 64
     assert cli.main(["plan", "--recipe", recipe, "--gpu", "tpu"]) == 2
     assert "--gpu 'tpu' is neither" in capsys.readouterr().err
+
+
+def test_the_plan_reads_the_config_the_recipe_composes_to():
+    # What the command leaves out is what the run gets: verl's ppo_trainer value, PEARL's YAML, the method's default.
+    lines = ["python3", "-m", "pearl_verl.verl_plugin.main_ppo", "--config-name=pearl_gspo", "trainer.nnodes=2"]
+    settings, composed = composed_settings(lines), compose_config("pearl_gspo", ["trainer.nnodes=2"])
+    assert settings.nnodes == 2
+    assert (settings.train_batch_size, settings.rollout_n) == (composed.data.train_batch_size,
+                                                               composed.actor_rollout_ref.rollout.n)
+    assert settings.max_tutor_turns == AgentConfig().max_tutor_turns and settings.judge_samples == JudgeConfig.samples
+    # the last of a key wins, and a + on a key the config has already is no error
+    turns = composed_settings([*lines, "+pearl.agent.max_tutor_turns=9", "+pearl.agent.max_tutor_turns=7"])
+    assert turns.max_tutor_turns == 7
+    assert composed_settings([*lines, "+trainer.nnodes=3"]).nnodes == 3
+    with pytest.raises(ValueError, match="do not compose into a verl config"):
+        composed_settings(["--config-name=pearl_gspo", "data.train_files=[a,"])
+
+
+def test_reading_a_recipes_config_imports_neither_verl_nor_torch():
+    code = ("import sys; from pearl_verl.plan.plan_cli import composed_settings; "
+            "s = composed_settings(['--config-name=pearl_gspo', 'trainer.nnodes=2']); "
+            "print(s.nnodes, 'verl' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2", "False", "False"]

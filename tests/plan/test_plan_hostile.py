@@ -8,13 +8,13 @@ import time
 import pytest
 
 from pearl_verl import cli
-from pearl_verl.cluster import plan_cli
-from pearl_verl.cluster.model_specs import SHIPPED
-from pearl_verl.cluster.plan import ASSUMPTION_RANGES, Assumptions
 from pearl_verl.errors import InputError
+from pearl_verl.plan import plan_cli
+from pearl_verl.plan.capacity import ASSUMPTION_RANGES, Assumptions
+from pearl_verl.plan.model_specs import SHIPPED
 from pearl_verl.verl_plugin.doctor_cli import data_paths
 
-MODULES = ("pearl_verl.cluster.plan_cli", "pearl_verl.verl_plugin.doctor_cli")
+MODULES = ("pearl_verl.plan.plan_cli", "pearl_verl.verl_plugin.doctor_cli")
 BASE = """trainer.nnodes=1 trainer.n_gpus_per_node=8 data.train_batch_size=64 actor_rollout_ref.rollout.n=8
 data.max_prompt_length=4096 data.max_response_length=16384 actor_rollout_ref.actor.ppo_max_token_len_per_gpu=24576
 actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 actor_rollout_ref.rollout.tensor_model_parallel_size=4

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pearl_verl.cluster.model_specs import ModelSpec
-from pearl_verl.config import AgentConfig
+from pearl_verl.config import AgentConfig, load_pearl_config
 from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.plan.model_specs import ModelSpec
 from pearl_verl.ranges import (
     COUNT,
     FRACTION,
@@ -80,6 +80,11 @@ class RecipeSettings:
     max_tutor_turns: int = AgentConfig.max_tutor_turns
     max_tokens_per_turn: int | None = AgentConfig.max_tokens_per_turn
     judge_samples: int = JudgeConfig.samples
+
+    @property
+    def fsdp(self) -> bool:
+        """Whether the actor trains under FSDP (verl's ``fsdp`` or ``fsdp2``), the engine the memory formula models."""
+        return self.engine in ("fsdp", "fsdp2")
 
     @property
     def gpus(self) -> int:
@@ -144,6 +149,34 @@ def settings_from_overrides(overrides: list[str]) -> RecipeSettings:
             if value.strip() in ("", *NULLS):
                 raise bad_value(key, value, "a training strategy such as fsdp2 or megatron")
             values[field] = value
+        else:
+            values[field] = SETTING_RANGES[field].check(key, value)
+    return RecipeSettings(**values)
+
+
+_ABSENT = object()
+
+
+def settings_from_config(config: Any) -> RecipeSettings:
+    """The :class:`RecipeSettings` a run composes to (an omegaconf config of verl's ``ppo_trainer`` with PEARL's
+    parts and the recipe's overrides): what the recipe sets, and for the rest what verl and the method default to.
+
+    Raises:
+        InputError: ``KEY=VALUE: what is allowed`` for the first value out of its range.
+    """
+    from omegaconf import OmegaConf
+
+    section = config.get("pearl")
+    agent = load_pearl_config(None if section is None else OmegaConf.to_container(section, resolve=True)).agent
+    read = {"pearl.agent.max_tutor_turns": agent.max_tutor_turns,
+            "pearl.agent.max_tokens_per_turn": agent.max_tokens_per_turn}
+    values: dict[str, Any] = {}
+    for key, field in OVERRIDE_KEYS.items():
+        value = read[key] if key in read else OmegaConf.select(config, key, default=_ABSENT)
+        if value is _ABSENT:  # a key the engine's config has not (Megatron's actor: no Ulysses), or the judge's
+            continue
+        if field == "engine":
+            values[field] = "megatron" if OmegaConf.select(config, "model_engine") == "megatron" else str(value)
         else:
             values[field] = SETTING_RANGES[field].check(key, value)
     return RecipeSettings(**values)
@@ -376,8 +409,8 @@ def _verdicts(
 ) -> tuple[list[str], bool]:
     gpu_bytes = a.gpu_memory_gb * 1e9
     lines, fits = [], True
-    if recipe.engine != "fsdp2":
-        lines.append(f"actor update: engine {recipe.engine} is not modelled (FSDP2 only); the rollout and servers are.")
+    if not recipe.fsdp:
+        lines.append(f"actor update: engine {recipe.engine} is not modelled (FSDP only); the rollout and servers are.")
     elif training["total"] > gpu_bytes:
         fits = False
         biggest = max((k for k in training if k != "total"), key=lambda k: training[k])

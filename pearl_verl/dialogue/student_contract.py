@@ -1,7 +1,8 @@
 """The student simulator's public contract: profile, condition, per-turn state, and the protocols.
 
 The agent loop, the SFT generator, the evaluations and the judge depend only on this module; the
-simulator's internals (knowledge graph, planner, realiser, backends) live beside it.
+simulator's internals (knowledge graph, planner, realiser, backends) live in :mod:`pearl_verl.student`. It sits in
+``dialogue``, below the student, because a dialogue's records and its runner hold these types.
 """
 
 from __future__ import annotations

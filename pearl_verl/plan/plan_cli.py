@@ -13,10 +13,10 @@ import subprocess
 from pathlib import Path
 
 from pearl_verl.children import child_session
-from pearl_verl.cluster.model_specs import is_file
-from pearl_verl.cluster.plan import ASSUMPTION_RANGES, GPU_MEMORY_GB, Assumptions
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError, located
+from pearl_verl.plan.capacity import ASSUMPTION_RANGES, GPU_MEMORY_GB, Assumptions, RecipeSettings
+from pearl_verl.plan.model_specs import is_file
 from pearl_verl.ranges import shown
 
 DEFAULT_RECIPE = Path("recipes/pearl/run_qwen3_30b_a3b_pearl_gspo_fsdp.sh")
@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "plan",
         help="GPU memory, tokens per step and student/judge serving a recipe needs (no GPU needed)",
-        description="Reads a recipe's verl overrides (bash RECIPE --dry-run) and the models' configs, and says "
+        description="Reads the config a recipe runs with (its bash RECIPE --dry-run, composed as verl composes it) "
+        "and the models' configs, and says "
         "whether the actor update and the vLLM rollout fit the GPUs, how many tokens a step generates, and how "
         "many student and judge replicas keep up. Formulas and defaults: docs/cluster.md.",
     )
@@ -135,11 +136,41 @@ def dry_run(recipe: Path, timeout_s: float) -> str:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from pearl_verl.cluster.model_specs import model_spec
-    from pearl_verl.cluster.plan import format_plan, make_plan, settings_from_overrides
+def composed_settings(lines: list[str]) -> RecipeSettings:
+    """The :class:`RecipeSettings` of the config a recipe's command composes to (its ``--config-name``, else
+    ``pearl_gspo``, with its ``key=value`` overrides): what it sets, and what verl and the method default to.
 
-    recipe = settings_from_overrides(recipe_overrides(args.recipe, args.overrides, args.set))
+    The overrides' own values are checked first, so a bad one is named as the recipe wrote it.
+
+    Raises:
+        InputError: ``KEY=VALUE: what is allowed`` for a value out of its range, or the reason the
+            overrides do not compose (Hydra's message).
+    """
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pearl_verl.plan.capacity import override_values, settings_from_config, settings_from_overrides
+    from pearl_verl.verl_plugin.config import PEARL_GSPO, compose_config
+
+    settings_from_overrides(lines)
+    names = [line.split("=", 1)[1] for line in lines if line.startswith("--config-name=")]
+    # One override a key, the last one given (as the plan reads them), each adding or replacing its key: a plan
+    # of `--set +pearl.agent.max_tutor_turns=9` over a recipe that sets the key already is not Hydra's error.
+    given = override_values([line for line in lines if not line.startswith("-")])
+    overrides = [f"++{key}={value}" for key, value in given.items()]
+    try:
+        config = compose_config(names[-1] if names else PEARL_GSPO, overrides)
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        reason = shown(str(exc).splitlines()[0])
+        raise InputError(f"the recipe's overrides do not compose into a verl config: {reason}") from None
+    return settings_from_config(config)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pearl_verl.plan.capacity import format_plan, make_plan
+    from pearl_verl.plan.model_specs import model_spec
+
+    recipe = composed_settings(recipe_overrides(args.recipe, args.overrides, args.set))
     assumptions = Assumptions(gpu_memory_gb=gpu_memory_gb(args.gpu), **assumption_values(args))
     tutor, student, judge = (model_spec(args.tutor_model), model_spec(args.student_model), model_spec(args.judge_model))
     plan = make_plan(tutor, student, judge, recipe, assumptions)
