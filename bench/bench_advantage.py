@@ -80,7 +80,7 @@ def calls_for(batch: int) -> dict[tuple[str, int], Callable[[], object]]:
 
     from pearl_verl.advantage.estimator import AdvantageConfig, compute_pearl_advantage
     from pearl_verl.advantage.inputs import PearlInputs
-    from pearl_verl.verl_plugin.estimator import compute_pearl_outcome_advantage
+    from pearl_verl.verl_plugin.adv_estimator import compute_pearl_outcome_advantage
 
     b = make_batch(batch)
     inputs = PearlInputs(b["scores"], b["turns"], b["completed"], b["valid"])

@@ -34,7 +34,7 @@ from pearl_verl.dialogue.episode import DialogueTurn, EpisodeRecord  # noqa: E40
 from pearl_verl.dialogue.problem import Problem  # noqa: E402
 from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition, StudentTurnState  # noqa: E402
 from pearl_verl.dims import DIMENSIONS  # noqa: E402
-from pearl_verl.judge.config import JudgeConfig, build_judge  # noqa: E402
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge  # noqa: E402
 from pearl_verl.judge.parser import parse_judgement  # noqa: E402
 from pearl_verl.judge.prompt import canonical_output, judge_messages, prompt_text, shared_prefix_share  # noqa: E402
 from pearl_verl.judge.rubric import RUBRIC  # noqa: E402

@@ -23,9 +23,9 @@ from pearl_verl.data.location import data_dir
 from pearl_verl.data.problem_files import load_problems
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.llm.local_server import LocalChatServer
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.simulation_runs import call_summary, make_jobs, run_jobs
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 DATA = data_dir() / "gsm8k" / "test.jsonl"

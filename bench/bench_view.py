@@ -25,11 +25,11 @@ from pearl_verl.data.location import data_dir
 from pearl_verl.data.problem_files import load_problems
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.judge.batch import judgement_fields
-from pearl_verl.judge.config import JudgeConfig, build_judge
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge
 from pearl_verl.judge.reward_info import reward_info, reward_score
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.simulation_runs import make_jobs, run_jobs
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 from pearl_verl.tutor.styles import ScriptedLecturingTutor
 

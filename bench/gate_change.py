@@ -26,10 +26,10 @@ def main() -> int:
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.judge.features import extract_features
     from pearl_verl.judge.offline import HeuristicJudge
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
+    from pearl_verl.student.student_config import StudentConfig
     from pearl_verl.train_local.cold_start import teacher_dialogues
-    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.local_config import LocalTrainConfig
     from pearl_verl.train_local.train import draw_samples
     from pearl_verl.tutor.styles import TEACHER_POOLS
 

@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from pearl_verl.judge.config import JudgeConfig, build_judge
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge
 from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_tutor_turns
 
 TARGET = 3.0

@@ -51,7 +51,7 @@ def build(out: Path) -> tuple[Path, Path]:
 
 def time_chat(path: Path, device: str, calls: int, tokens: int) -> dict:
     from pearl_verl.eval.hf_backend import HFChatBackend
-    from pearl_verl.llm.types import SamplingConfig
+    from pearl_verl.llm.chat_types import SamplingConfig
 
     backend = HFChatBackend(path, SamplingConfig(temperature=1.0, top_k=50, max_tokens=tokens), seed=0, device=device)
     asyncio.run(backend.chat(MESSAGES))  # warm-up: kernels, allocator

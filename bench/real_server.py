@@ -51,9 +51,14 @@ from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import system_prompt
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.extract import EXTRACTION_INSTRUCTION, parse_extraction
-from pearl_verl.student.prompts import PLANNER_INSTRUCTION, REALISER_INSTRUCTION, REFINE_INSTRUCTION, parse_planner
 from pearl_verl.student.simulation_runs import call_table, source_table
-from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
+from pearl_verl.student.student_prompts import (
+    PLANNER_INSTRUCTION,
+    REALISER_INSTRUCTION,
+    REFINE_INSTRUCTION,
+    parse_planner,
+)
+from pearl_verl.tutor.tutor_prompts import TUTOR_INSTRUCTION
 
 PROBLEMS = FIXTURES["gsm8k"]
 

@@ -31,8 +31,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from pearl_verl.data.prepare import verl_row, write_rows
-    from pearl_verl.train_local.config import LocalTrainConfig
     from pearl_verl.train_local.heldout import HeldOut, summary
+    from pearl_verl.train_local.local_config import LocalTrainConfig
     from pearl_verl.train_local.quiet import quiet_run
     from pearl_verl.train_local.train import LocalRun
     from pearl_verl.train_local.verl_run import latest_checkpoint, run_main_ppo

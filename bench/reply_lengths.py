@@ -45,10 +45,10 @@ def defaults() -> dict[str, int | None]:
     """Each role's default ``max_tokens``, read from where the code sets it."""
     from pearl_verl.eval.annotate import LLMAnnotator
     from pearl_verl.eval.protocol import EvalProtocol
-    from pearl_verl.judge.config import JudgeConfig
+    from pearl_verl.judge.judge_config import JudgeConfig
     from pearl_verl.knowledge.decompose_once import EXTRACTION_SAMPLING
     from pearl_verl.sft.gen_cli import TEACHER_SAMPLING
-    from pearl_verl.student.config import StudentConfig
+    from pearl_verl.student.student_config import StudentConfig
 
     return {
         "tutor (eval-tutor)": EvalProtocol().max_tokens,
@@ -93,9 +93,9 @@ def offline_dialogues(problems: int) -> list[Any]:
     """Dialogues of the offline simulator with the scripted Socratic tutor, every ability, up to 20 turns."""
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
     from pearl_verl.student.simulation_runs import make_jobs, run_jobs
+    from pearl_verl.student.student_config import StudentConfig
     from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
     episodes: list[Any] = []

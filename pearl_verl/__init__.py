@@ -21,7 +21,7 @@ The layers, lowest first; a module imports from its own layer and the ones below
    e. ``data``: problem files, student conditions and verl's parquet;
    f. ``judge``: the rubric, the judges and the reward fields;
    g. ``advantage``: the estimator, its settings and metrics;
-   h. ``config``: the root ``pearl:`` section over all of them;
+   h. ``pearl_config``: the root ``pearl:`` section over all of them;
    i. the method's commands, each package's ``*_cli`` modules: above everything they run;
 4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``models`` (the
    models a run starts from: the tiny offline ones, SmolLM2 from its wheel);
@@ -44,10 +44,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "DIMENSIONS": "pearl_verl.dims",
     "AdvantageConfig": "pearl_verl.advantage.advantage_config",
-    "PearlConfig": "pearl_verl.config",
+    "PearlConfig": "pearl_verl.pearl_config",
     "compute_pearl_advantage": "pearl_verl.advantage.estimator",
     "compute_pearl_advantage_breakdown": "pearl_verl.advantage.estimator",
-    "load_pearl_config": "pearl_verl.config",
+    "load_pearl_config": "pearl_verl.pearl_config",
 }
 __all__ = list(_EXPORTS)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from pearl_verl.advantage.estimator import AdvantageConfig
-from pearl_verl.config import PearlConfig, load_pearl_config
+from pearl_verl.pearl_config import PearlConfig, load_pearl_config
 
 
 def test_defaults():

@@ -8,8 +8,8 @@ from typing import ClassVar
 import pytest
 
 from pearl_verl.config_flags import add_config_flags, config_values, field_docs
-from pearl_verl.judge.config import JudgeConfig
-from pearl_verl.train_local.config import LocalTrainConfig
+from pearl_verl.judge.judge_config import JudgeConfig
+from pearl_verl.train_local.local_config import LocalTrainConfig
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from pearl_verl.config import AgentConfig, PearlConfig
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
 from pearl_verl.judge.llm_judge import PAPER_JUDGE_SAMPLING, LLMJudge
+from pearl_verl.pearl_config import AgentConfig, PearlConfig
 from pearl_verl.plan.capacity import RecipeSettings
-from pearl_verl.train_local.config import LocalTrainConfig
+from pearl_verl.train_local.local_config import LocalTrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("pearl_verl", "recipes", "examples")
@@ -48,7 +48,7 @@ INDEPENDENT = {
     ("pearl_verl/eval/protocol.py", "reward.reward_kwargs.top_p"): "the evaluated tutor's sampling (paper: 1.0)",
     ("pearl_verl/eval/protocol.py", "pearl.student.top_k"): "the evaluated tutor's sampling (paper: 50)",
     ("pearl_verl/student/simulate_cli.py", "pearl.student.top_k"): "the tutor's top-k in simulate (paper: 50)",
-    ("pearl_verl/train_local/config.py", "reward.reward_kwargs.top_k"): "the tutor's top-k in train-local",
+    ("pearl_verl/train_local/local_config.py", "reward.reward_kwargs.top_k"): "the tutor's top-k in train-local",
 }
 """(file, setting) pairs where the same name and number is another setting; each says whose it is."""
 

@@ -13,13 +13,13 @@ LAYERS = (
     {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "write_whole", "listen",
      "config_flags", "resume_guard", "strict_dataclass", "resources"},
     {"llm"},
-    {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "config"},
+    {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "pearl_config"},
     {"eval", "sft", "compare", "view", "faults", "models"},
     {"verl_plugin", "train_local", "plan"},
     {"cli"},
 )
 METHOD = LAYERS[2]
-METHOD_ORDER = ("dialogue", "tutor", "knowledge", "student", "data", "judge", "advantage", "config")
+METHOD_ORDER = ("dialogue", "tutor", "knowledge", "student", "data", "judge", "advantage", "pearl_config")
 """The method's packages, lowest first; its commands (``*_cli`` modules) come after them all."""
 UPWARD_ON_PURPOSE = {("pearl_verl.compare.screenshot", "cli")}
 

@@ -19,7 +19,7 @@ import pytest
 from pearl_verl import cli
 from pearl_verl.errors import InputError
 from pearl_verl.eval.tutors import TutorSpec, parse_tutor_spec
-from pearl_verl.llm.types import EndpointConfig, check_api_key_env
+from pearl_verl.llm.chat_types import EndpointConfig, check_api_key_env
 from pearl_verl.redact import PLACEHOLDER, looks_secret, redact
 
 RANDOM = "".join(random.Random(20240501).choices(string.ascii_letters + string.digits, k=40))

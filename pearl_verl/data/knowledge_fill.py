@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import UsageMeter
+from pearl_verl.llm.chat_types import UsageMeter
 
 if TYPE_CHECKING:
-    from pearl_verl.llm.types import EndpointConfig
+    from pearl_verl.llm.chat_types import EndpointConfig
 
 
 def fill_cache(

@@ -284,8 +284,8 @@ def verl_row(sample: PearlSample, split: str, index: int) -> dict[str, Any]:
 
 def default_opening() -> Opening:
     """The PEARL simulator's opening (deterministic in problem and condition; no backend is called)."""
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
+    from pearl_verl.student.student_config import StudentConfig
 
     return build_simulator(StudentConfig()).opening
 

@@ -35,7 +35,7 @@ from pearl_verl.write_whole import write_whole
 
 if TYPE_CHECKING:
     from pearl_verl.data.prepare import SourceSpec
-    from pearl_verl.llm.types import EndpointConfig
+    from pearl_verl.llm.chat_types import EndpointConfig
 
 SUMMARY_NAME = "prepare_summary.json"
 _CONFIG_FIELDS = ("val_fraction", "conditions_per_problem", "seed", "limit", "skip_errors", "drop_unparsed_answers")

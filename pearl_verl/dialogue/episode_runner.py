@@ -20,7 +20,7 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import StudentCondition, StudentSession, StudentTurn
 from pearl_verl.dialogue.tutor_contract import TutorPolicy, split_end_marker
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import LLMCallError
+from pearl_verl.llm.chat_types import LLMCallError
 
 logger = logging.getLogger(__name__)
 

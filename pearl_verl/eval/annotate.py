@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from pearl_verl.dialogue.episode import STUDENT, EpisodeRecord
 from pearl_verl.dialogue.student_contract import ATTEMPT_OUTCOMES
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
+from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, Message, SamplingConfig
 from pearl_verl.student.diversity import LabelledTurn
 from pearl_verl.student.taxonomy import ATTEMPT_DEFINITIONS, BEHAVIOURS, taxonomy_table
 

@@ -8,9 +8,9 @@ from typing import Any
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.judge.backends import BACKEND_SETTINGS, JUDGE_BACKENDS, judge_backends, require_endpoint_flags_of
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
-from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.student_config import StudentConfig
 
 _JUDGE_DEFAULTS = JudgeConfig(backend="offline")
 _JUDGES = judge_backends(scores_criteria=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import ChatResult, LLMCallError, Message, SamplingConfig, UsageMeter
+from pearl_verl.llm.chat_types import ChatResult, LLMCallError, Message, SamplingConfig, UsageMeter
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def _model_dir(path: str | Path, what: str) -> Path:
 
 
 class HFChatBackend:
-    """A :class:`~pearl_verl.llm.types.ChatBackend` over a local causal LM's chat template and ``generate``.
+    """A :class:`~pearl_verl.llm.chat_types.ChatBackend` over a local causal LM's chat template and ``generate``.
 
     Args:
         path: a model directory with a tokenizer that has a chat template.

@@ -38,7 +38,7 @@ from typing import Any
 from pearl_verl.dialogue.answers import answers_match, gsm8k_final_answer
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_json, read_objects
-from pearl_verl.llm.types import Message
+from pearl_verl.llm.chat_types import Message
 
 QUESTION_WORDS = frozenset(
     {"what", "how", "why", "when", "where", "which", "who", "whose", "whom", "can", "could", "would"}

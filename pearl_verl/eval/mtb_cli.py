@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _backend(args: argparse.Namespace) -> tuple[Any, str]:
-    from pearl_verl.llm.types import SamplingConfig
+    from pearl_verl.llm.chat_types import SamplingConfig
 
     sampling = SamplingConfig(temperature=args.temperature, max_tokens=args.max_tokens)
     if bool(args.model_hf) == bool(args.model_base_url):
@@ -144,7 +144,7 @@ async def _generate(todo, existing, backend, rm, prompt, output: Path, concurren
     import asyncio
 
     from pearl_verl.eval.mtb import PEDAGOGY_TASKS, STOPS, message_for, rm_conversation
-    from pearl_verl.llm.types import LLMCallError
+    from pearl_verl.llm.chat_types import LLMCallError
 
     semaphore = asyncio.Semaphore(concurrency)
     sampling = backend.sampling

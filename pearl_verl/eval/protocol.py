@@ -22,7 +22,7 @@ from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, StudentCondition
 from pearl_verl.errors import InputError, check_choices
-from pearl_verl.llm.types import SamplingConfig
+from pearl_verl.llm.chat_types import SamplingConfig
 from pearl_verl.ranges import SEED, SHARE, Range, check_ranges
 from pearl_verl.write_whole import write_whole
 

@@ -11,7 +11,7 @@ per margin bucket, with 95% Wilson intervals. A tie (equal scores) counts as a d
 reported; a pair the model could not score is flagged and left out, never counted either way.
 
 Reward models (:class:`PairScorer`):
-- :class:`JudgeScorer`: any :class:`~pearl_verl.judge.types.TutoringJudge` (the trained judge, an
+- :class:`JudgeScorer`: any :class:`~pearl_verl.judge.judge_contract.TutoringJudge` (the trained judge, an
   external model prompted with our rubric, or the offline test double) scores each dialogue; the
   score is the mean of the 8 dimensions.
 - :class:`PairwiseScorer`: a chat endpoint is shown both dialogues (order randomised per pair from a
@@ -34,9 +34,9 @@ from typing import Any, Protocol
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_unique_records
+from pearl_verl.judge.judge_contract import TutoringJudge
 from pearl_verl.judge.reward_info import reward_info, reward_score
-from pearl_verl.judge.types import TutoringJudge
-from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
+from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, Message, SamplingConfig
 from pearl_verl.stats import Estimate, wilson_ci
 
 logger = logging.getLogger(__name__)

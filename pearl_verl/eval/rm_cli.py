@@ -108,7 +108,7 @@ def build_scorer(args: argparse.Namespace):
     if args.rm == "judge":
         from pearl_verl.eval.common_cli import judge_config, judge_label
         from pearl_verl.judge.backends import JUDGE_BACKENDS
-        from pearl_verl.judge.config import build_judge
+        from pearl_verl.judge.judge_config import build_judge
 
         label = judge_label(args) if JUDGE_BACKENDS[args.judge].label else (args.label or judge_label(args))
         return JudgeScorer(build_judge(judge_config(args)), label)

@@ -36,8 +36,8 @@ from pearl_verl.dims import JUDGE_OK_KEY
 from pearl_verl.errors import InputError, located
 from pearl_verl.eval.protocol import EvalItem
 from pearl_verl.jsonl import drop_cut_tail, input_file, json_line, read_appended
+from pearl_verl.judge.judge_contract import JudgeResult, TutoringJudge
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, not_judged_reason, reward_info, should_judge
-from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.tutor.policy import counting_cut_replies
 
 logger = logging.getLogger(__name__)

@@ -63,8 +63,8 @@ def build_annotator(args: argparse.Namespace):
         raise InputError(
             "--annotator llm needs --annotator-base-url and --annotator-model (or --annotator planned offline)."
         )
+    from pearl_verl.llm.chat_types import SamplingConfig
     from pearl_verl.llm.client import OpenAIChatClient
-    from pearl_verl.llm.types import SamplingConfig
 
     sampling = SamplingConfig(temperature=0.0, max_tokens=args.annotator_max_tokens)
     endpoint = endpoint_config(args, "annotator-", max_concurrency=args.concurrency)

@@ -42,12 +42,12 @@ from pearl_verl.eval.common_cli import (
 )
 from pearl_verl.eval.protocol import EvalProtocol
 from pearl_verl.judge.reward_info import reply_counts, unparsed_line
+from pearl_verl.llm.chat_types import UsageMeter
 from pearl_verl.llm.cli_flags import EndpointSpecAction
-from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE
-from pearl_verl.student.config import SIMULATORS
 from pearl_verl.student.fallbacks import MAX_FALLBACK_RATE, FallbackRates, add_fallback_flag
+from pearl_verl.student.student_config import SIMULATORS
 from pearl_verl.write_whole import write_whole
 
 
@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int, str | None]:
     )
     from pearl_verl.eval.runner import RESULTS, plan_jobs, run_eval
     from pearl_verl.eval.tutors import build_tutor, parse_tutor_spec
-    from pearl_verl.judge.config import build_judge
+    from pearl_verl.judge.judge_config import build_judge
     from pearl_verl.progress import progress_bar
 
     if not args.tutor:

@@ -23,10 +23,10 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.tutor_contract import TutorPolicy
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_text
+from pearl_verl.llm.chat_types import ChatBackend, EndpointConfig, Message, SamplingConfig, check_api_key_env
 from pearl_verl.llm.cli_flags import check_spec_keys
-from pearl_verl.llm.types import ChatBackend, EndpointConfig, Message, SamplingConfig, check_api_key_env
 from pearl_verl.tutor.policy import ChatTutor
-from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION, tutor_messages
+from pearl_verl.tutor.tutor_prompts import TUTOR_INSTRUCTION, tutor_messages
 
 SCRIPTED: tuple[str, ...] = ("socratic", "leaking")
 _KEYS = frozenset({"name", "base_url", "model", "api_key_env", "hf", "scripted", "instruction", "reference", "timeout"})

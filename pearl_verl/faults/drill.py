@@ -12,7 +12,7 @@ One run (:func:`run_drill`), every stage through the package's real code paths:
    ``episodes.jsonl`` into ``scores.jsonl`` against a faulty judge endpoint and is killed with
    SIGKILL once ``kill_after`` rows are written.
 3. Judging, resumed. :func:`pearl_verl.judge.batch.judge_file` with the
-   :class:`~pearl_verl.judge.llm_judge.LLMJudge` from :func:`~pearl_verl.judge.config.build_judge`
+   :class:`~pearl_verl.judge.llm_judge.LLMJudge` from :func:`~pearl_verl.judge.judge_config.build_judge`
    resumes the same output against a second faulty judge endpoint (so its request log covers this
    run only, which a :class:`~pearl_verl.faults.recording.RecordingBackend` also records).
 4. Advantage. The final rows go through :func:`pearl_verl.advantage.inputs.inputs_from_rows` and the
@@ -52,11 +52,11 @@ from pearl_verl.faults.responders import judge_reply, student_reply
 from pearl_verl.faults.server import FaultServer
 from pearl_verl.jsonl import json_line
 from pearl_verl.judge.batch import BatchSummary, judge_file
-from pearl_verl.judge.config import JudgeConfig, build_judge
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge
+from pearl_verl.llm.chat_types import EndpointConfig
 from pearl_verl.llm.client import OpenAIChatClient
-from pearl_verl.llm.types import EndpointConfig
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pearl_verl.faults.plan import fingerprint
-from pearl_verl.llm.types import ChatBackend, ChatResult, LLMCallError, Message, SamplingConfig
+from pearl_verl.llm.chat_types import ChatBackend, ChatResult, LLMCallError, Message, SamplingConfig
 
 CALL_TAG: ContextVar[str | None] = ContextVar("pearl_fault_call_tag", default=None)
 """The label of the work the current task does (e.g. an episode id); recorded with each call."""

@@ -23,11 +23,11 @@ from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
+from pearl_verl.judge.judge_contract import JudgeResult
 from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import canonical_output
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.scoring import result_from_samples
-from pearl_verl.judge.types import JudgeResult
 
 PLANNER_PREFIX = "You plan the next turn"
 REALISER_PREFIX = "You are role-playing"

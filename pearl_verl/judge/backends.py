@@ -18,12 +18,12 @@ from pearl_verl.judge.probe import PROBES, ProbeJudge
 if TYPE_CHECKING:
     import argparse
 
-    from pearl_verl.judge.types import TutoringJudge
-    from pearl_verl.llm.types import Message
+    from pearl_verl.judge.judge_contract import TutoringJudge
+    from pearl_verl.llm.chat_types import Message
 
 PromptBuilder = Callable[..., "list[Message]"]
 JudgeConfig = Any
-"""A :class:`~pearl_verl.judge.config.JudgeConfig`, which this table cannot import: that module reads its choices
+"""A :class:`~pearl_verl.judge.judge_config.JudgeConfig`, which this table cannot import: that module reads its choices
 from here."""
 
 

@@ -29,8 +29,8 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS, JUDGE_OK_KEY
 from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import drop_cut_tail, input_file, json_line, parse_line, read_appended
+from pearl_verl.judge.judge_contract import JudgeResult, TutoringJudge
 from pearl_verl.judge.reward_info import not_judged_reason, reward_info, should_judge
-from pearl_verl.judge.types import JudgeResult, TutoringJudge
 
 logger = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ from typing import Any
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
+from pearl_verl.judge.judge_contract import JudgeResult
 from pearl_verl.judge.scoring import gated_dimension_scores
-from pearl_verl.judge.types import JudgeResult
 from pearl_verl.stats import Estimate, wilson_ci
 from pearl_verl.write_whole import write_whole
 
@@ -206,9 +206,9 @@ def build_pairs(offset: int, count: int, seed: int = 0) -> list[dict[str, Any]]:
     """``count`` pairs of each contrast on GSM8K test problems ``offset`` onward, with the offline student."""
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
     from pearl_verl.student.simulation_runs import make_jobs, run_jobs
+    from pearl_verl.student.student_config import StudentConfig
     from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
     from pearl_verl.tutor.styles import ScriptedBlamingTutor, ScriptedCoachTutor, ScriptedTerseTutor
 

@@ -17,9 +17,9 @@ from pearl_verl.errors import InputError
 from pearl_verl.judge.backends import require_endpoint_flags_of
 from pearl_verl.judge.calibration import MIN_AGREEMENT, MIN_PARSE_RATE, load_pairs, shipped_pairs_path
 from pearl_verl.judge.check_report import finish_check
-from pearl_verl.judge.config import BACKENDS, JudgeConfig
 from pearl_verl.judge.human_agreement import HUMAN_MIN_AGREEMENT, MEASURED_SPLITS
 from pearl_verl.judge.judge_cli import JUDGE_DEFAULTS, JUDGE_FIELDS
+from pearl_verl.judge.judge_config import BACKENDS, JudgeConfig
 from pearl_verl.judge.scoring import AGGREGATES
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.out_paths import output_file
@@ -66,7 +66,7 @@ def run_check(args: argparse.Namespace) -> int:
     import asyncio
 
     from pearl_verl.judge.calibration import check_judge
-    from pearl_verl.judge.config import build_judge
+    from pearl_verl.judge.judge_config import build_judge
 
     if args.human is not None:
         from pearl_verl.judge.human_check_cli import run_human_check

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.judge.backends import JUDGE_BACKENDS
-from pearl_verl.llm.types import UsageMeter
+from pearl_verl.llm.chat_types import UsageMeter
 from pearl_verl.write_whole import write_whole
 
 

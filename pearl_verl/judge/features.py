@@ -12,7 +12,7 @@ a leak), numbers said in them are known, and a key result already said in them i
 to supply; but earlier tutor turns are not scored, so a tutor turn written by someone else cannot
 raise or lower the candidate's question ratio, tone or length.
 
-A problem whose answer is :data:`~pearl_verl.judge.types.NOT_GIVEN` has no reference answer (a
+A problem whose answer is :data:`~pearl_verl.judge.judge_contract.NOT_GIVEN` has no reference answer (a
 human-labelled conversation whose source gives none): then no tutor turn states it (no leak is
 invented) and no student turn reaches it; a number a student states is still read as a wrong attempt
 when it is no key result of the (then empty) reference solution, the rule for dialogues without a
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pearl_verl.dialogue.answers import answers_match, mentions_answer, numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.errors import InputError
-from pearl_verl.judge.types import NOT_GIVEN
+from pearl_verl.judge.judge_contract import NOT_GIVEN
 
 SUFFICIENT_ATTEMPTS = 3
 """Genuine student attempts after which a direct explanation is no longer leakage (paper: "after
@@ -160,7 +160,7 @@ def _states(episode: EpisodeRecord) -> dict[int, object]:
 
 
 def reference_answer(episode: EpisodeRecord) -> str | None:
-    """The problem's final answer; None when it has none (:data:`~pearl_verl.judge.types.NOT_GIVEN`)."""
+    """The problem's final answer; None when it has none (:data:`~pearl_verl.judge.judge_contract.NOT_GIVEN`)."""
     answer = episode.problem.answer
     return None if answer == NOT_GIVEN else answer
 

@@ -23,9 +23,9 @@ def run_human_check(args: argparse.Namespace) -> int:
     from pearl_verl.config_flags import config_values
     from pearl_verl.judge.backends import require_endpoint_flags_of
     from pearl_verl.judge.calibration import MIN_PARSE_RATE
-    from pearl_verl.judge.config import JudgeConfig
     from pearl_verl.judge.human_agreement import HUMAN_MIN_AGREEMENT
     from pearl_verl.judge.judge_cli import JUDGE_FIELDS
+    from pearl_verl.judge.judge_config import JudgeConfig
     from pearl_verl.judge.one_turn import ONE_TURN_BACKENDS, build_one_turn_judge
     from pearl_verl.llm.cli_flags import endpoint_values
     from pearl_verl.progress import progress_bar

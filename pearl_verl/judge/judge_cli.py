@@ -12,11 +12,11 @@ from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.backends import BACKEND_SETTINGS, JUDGE_BACKENDS, require_endpoint_flags_of
-from pearl_verl.judge.config import BACKENDS, JudgeConfig
+from pearl_verl.judge.judge_config import BACKENDS, JudgeConfig
 from pearl_verl.judge.reward_info import unparsed_line
 from pearl_verl.judge.scoring import AGGREGATES
+from pearl_verl.llm.chat_types import UsageMeter
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_values
-from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_file
 from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import SHARE
@@ -75,7 +75,7 @@ def run_judge(args: argparse.Namespace) -> int:
     import asyncio
 
     from pearl_verl.judge.batch import judge_file
-    from pearl_verl.judge.config import build_judge
+    from pearl_verl.judge.judge_config import build_judge
 
     require_endpoint_flags_of(args, args.backend)
     config = JudgeConfig(**config_values(args, ("backend", *JUDGE_FIELDS)), **endpoint_values(args))

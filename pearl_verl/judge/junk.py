@@ -82,9 +82,9 @@ def teaching_dialogues(count: int = 16, seed: int = 0) -> list[EpisodeRecord]:
 
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
     from pearl_verl.student.simulation_runs import make_jobs, run_jobs
+    from pearl_verl.student.student_config import StudentConfig
     from pearl_verl.tutor.scripted import ScriptedSocraticTutor
     from pearl_verl.tutor.styles import ScriptedCoachTutor
 

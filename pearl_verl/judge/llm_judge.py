@@ -26,12 +26,12 @@ from typing import Any
 
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError
+from pearl_verl.judge.judge_contract import CriterionScore, JudgeResult
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
 from pearl_verl.judge.prompt import judge_messages, judgement_schema
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.scoring import AGGREGATES, result_from_samples
-from pearl_verl.judge.types import CriterionScore, JudgeResult
-from pearl_verl.llm.types import ChatBackend, LLMCallError, Message, SamplingConfig
+from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, Message, SamplingConfig
 
 logger = logging.getLogger(__name__)
 

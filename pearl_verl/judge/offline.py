@@ -25,10 +25,10 @@ from collections.abc import Callable
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.errors import InputError
 from pearl_verl.judge.features import DialogueFeatures, extract_features
+from pearl_verl.judge.judge_contract import CriterionScore, JudgeResult
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.scoring import completion_gate, gated_dimension_scores
 from pearl_verl.judge.tutoring_turns import AS_WRITTEN, TutoringTurns, blanked, tutoring_turns
-from pearl_verl.judge.types import CriterionScore, JudgeResult
 
 logger = logging.getLogger(__name__)
 

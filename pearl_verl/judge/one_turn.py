@@ -21,7 +21,7 @@ score.
 The problem an MRBench row gives the judge (:func:`problem_of`): MathDial rows state the question in the
 opening tutor turn ("... The question is: ...") and carry a worked solution whose last line is the final
 answer; Bridge rows carry only a lesson topic, the BEA 2025 files nothing. What is absent is written
-:data:`~pearl_verl.judge.types.NOT_GIVEN` rather than guessed: no answer is derived from the
+:data:`~pearl_verl.judge.judge_contract.NOT_GIVEN` rather than guessed: no answer is derived from the
 conversation or from the candidates, so the offline judge, which detects a revealed answer only by
 comparing numbers with the reference answer, finds no leak in a row without one.
 """
@@ -41,9 +41,9 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import StudentCondition
 from pearl_verl.errors import InputError
 from pearl_verl.judge.backends import judge_backends
+from pearl_verl.judge.judge_contract import NOT_GIVEN, JudgeResult
 from pearl_verl.judge.prompt import one_turn_messages
 from pearl_verl.judge.rubric import ONE_TURN_CRITERIA
-from pearl_verl.judge.types import NOT_GIVEN, JudgeResult
 
 ONE_TURN_BACKENDS = judge_backends(scores_criteria=True)
 """The judge backends that can score one candidate turn (the probes score no criteria)."""
@@ -139,7 +139,7 @@ class OneTurnJudge:
     Args:
         judge: a :class:`~pearl_verl.judge.offline.HeuristicJudge` (judged from the last turn on), or an
             :class:`~pearl_verl.judge.llm_judge.LLMJudge` built with the one-turn prompt
-            (:func:`build_one_turn_judge` does this from a :class:`~pearl_verl.judge.config.JudgeConfig`).
+            (:func:`build_one_turn_judge` does this from a :class:`~pearl_verl.judge.judge_config.JudgeConfig`).
 
     Raises:
         InputError: an LLM judge with the whole-dialogue prompt (it would score the whole conversation), or a
@@ -190,12 +190,12 @@ def turn_judgement(result: JudgeResult, latency_s: float = 0.0) -> TurnJudgement
 
 
 def build_one_turn_judge(config: Any) -> OneTurnJudge:
-    """A :class:`OneTurnJudge` from a :class:`~pearl_verl.judge.config.JudgeConfig` (``offline``, ``fitted`` or ``llm``).
+    """A :class:`OneTurnJudge` from a :class:`~pearl_verl.judge.judge_config.JudgeConfig` (``offline``, ``fitted`` or ``llm``).
 
     Raises:
         InputError: another backend (the probes).
     """
-    from pearl_verl.judge.config import build_judge
+    from pearl_verl.judge.judge_config import build_judge
 
     if config.backend not in ONE_TURN_BACKENDS:
         raise InputError(f"backend {config.backend!r} cannot judge one turn; use {', '.join(ONE_TURN_BACKENDS)}.")

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.judge.judge_contract import CriterionScore
 from pearl_verl.judge.prompt import placeholder_form, skeleton_placeholders
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.sanity import judgement_issue
-from pearl_verl.judge.types import CriterionScore
 
 MAX_RATIONALE_CHARS = 2000
 

@@ -24,7 +24,7 @@ import time
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
-from pearl_verl.judge.types import JudgeResult
+from pearl_verl.judge.judge_contract import JudgeResult
 
 QUESTIONS_FOR_FULL = 2
 """Question marks in a dialogue's tutor turns that earn the full score."""

@@ -21,7 +21,7 @@ last turn), to compare the judge with human labels on single responses. Its syst
 rubric and the output contract (so the same parser reads the reply) but says that only the candidate
 turn is judged, which criteria a single turn can show, and how to fill the six that need a whole
 session (as for a session cut off at that turn; they are not read). Its user message has the task,
-the reference (or :data:`~pearl_verl.judge.types.NOT_GIVEN`), and the dialogue with the candidate marked, and no student
+the reference (or :data:`~pearl_verl.judge.judge_contract.NOT_GIVEN`), and the dialogue with the candidate marked, and no student
 profile, state trace or session line (a human-labelled conversation has none).
 """
 
@@ -36,9 +36,9 @@ from pearl_verl.dialogue.student_contract import TRAITS, StudentTurnState
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
 from pearl_verl.judge.escape import attr, escape
+from pearl_verl.judge.judge_contract import NOT_GIVEN
 from pearl_verl.judge.rubric import ONE_TURN_CRITERIA, RUBRIC, Rubric, render_rubric
-from pearl_verl.judge.types import NOT_GIVEN
-from pearl_verl.llm.types import Message
+from pearl_verl.llm.chat_types import Message
 
 MAX_MASTERY_UNITS = 16  # per turn; a longer state is summarised so one turn cannot flood the prompt
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import COMPLETED_KEY, DIMENSIONS, JUDGE_OK_KEY, TUTOR_TURNS_KEY
-from pearl_verl.judge.types import JudgeResult
+from pearl_verl.judge.judge_contract import JudgeResult
 
 LATENCY_KEY = "judge_latency_s"
 REPLIES_KEY = "judge_replies"

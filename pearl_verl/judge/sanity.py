@@ -29,8 +29,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from pearl_verl.judge.judge_contract import CriterionScore
 from pearl_verl.judge.rubric import Rubric
-from pearl_verl.judge.types import CriterionScore
 
 MIN_CONTENT_WORDS = 2
 REPEATED_SHARE = 0.5

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
+from pearl_verl.judge.judge_contract import CriterionScore, JudgeResult
 from pearl_verl.judge.rubric import RUBRIC, Rubric
-from pearl_verl.judge.types import CriterionScore, JudgeResult
 
 AGGREGATES: tuple[str, ...] = ("mean", "median")
 

@@ -35,11 +35,11 @@ from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import read_objects
+from pearl_verl.judge.judge_contract import CriterionScore
 from pearl_verl.judge.parser import JudgeOutputError, parse_judgement
 from pearl_verl.judge.prompt import canonical_output, judge_messages
 from pearl_verl.judge.rubric import RUBRIC, Rubric
 from pearl_verl.judge.scoring import completion_gate, gated_dimension_scores
-from pearl_verl.judge.types import CriterionScore
 
 Raw = Mapping[str, int]  # criterion id -> raw score
 

@@ -14,8 +14,8 @@ from collections import Counter
 
 from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
+from pearl_verl.llm.chat_types import UsageMeter
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
-from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_dir_text
 from pearl_verl.redact import redact
 

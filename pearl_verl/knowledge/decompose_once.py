@@ -33,7 +33,7 @@ from pearl_verl.knowledge.extract import (
     repair_message,
     rule_decomposition,
 )
-from pearl_verl.llm.types import ChatBackend, LLMCallError, SamplingConfig
+from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, SamplingConfig
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition, DecompositionError, build_decomposition, reference_steps
-from pearl_verl.llm.types import Message
+from pearl_verl.llm.chat_types import Message
 
 RULE_EXTRACTOR = "rules-v1"
 EXTRACTION_PROMPT_VERSION = "x1"

@@ -1,8 +1,6 @@
 """One async OpenAI-compatible client for every LLM call, plus the types and test doubles around it."""
 
-from pearl_verl.llm.client import OpenAIChatClient
-from pearl_verl.llm.settings import EndpointSettings
-from pearl_verl.llm.types import (
+from pearl_verl.llm.chat_types import (
     ChatBackend,
     ChatResult,
     EndpointConfig,
@@ -11,6 +9,8 @@ from pearl_verl.llm.types import (
     SamplingConfig,
     UsageMeter,
 )
+from pearl_verl.llm.client import OpenAIChatClient
+from pearl_verl.llm.settings import EndpointSettings
 
 __all__ = [
     "ChatBackend",

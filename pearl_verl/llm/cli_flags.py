@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS, EndpointConfig, check_api_key_env
+from pearl_verl.llm.chat_types import STRUCTURED_OUTPUT_HELP, STRUCTURED_OUTPUTS, EndpointConfig, check_api_key_env
 from pearl_verl.redact import api_key_message, looks_secret
 
 FIELDS: dict[str, str] = {

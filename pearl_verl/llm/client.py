@@ -37,7 +37,7 @@ from typing import Any
 import aiohttp
 
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import (
+from pearl_verl.llm.chat_types import (
     AUTO_ORDER,
     ChatResult,
     EndpointConfig,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from pearl_verl.llm.types import ChatResult, LLMCallError, Message, SamplingConfig, UsageMeter
+from pearl_verl.llm.chat_types import ChatResult, LLMCallError, Message, SamplingConfig, UsageMeter
 
 Script = Callable[[list[Message], SamplingConfig], "str | Sequence[str] | LLMCallError"]
 

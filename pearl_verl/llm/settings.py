@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pearl_verl.errors import InputError, check_choices
-from pearl_verl.llm.types import STRUCTURED_OUTPUTS, EndpointConfig, SamplingConfig, check_api_key_env
+from pearl_verl.llm.chat_types import STRUCTURED_OUTPUTS, EndpointConfig, SamplingConfig, check_api_key_env
 from pearl_verl.ranges import Range, check_ranges
 
 SAMPLING_FIELDS: tuple[str, ...] = ("temperature", "top_p", "top_k", "max_tokens")

@@ -54,8 +54,8 @@ def tutoring_corpus() -> list[str]:
     """
     from pearl_verl.data.location import SHIPPED_MATHDIAL
     from pearl_verl.student.offline_realiser import META, OPENINGS, PHRASES, REASONS
-    from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
     from pearl_verl.tutor.styles import TEACHER_LINES
+    from pearl_verl.tutor.tutor_prompts import TUTOR_INSTRUCTION
 
     student = [*(p for group in (*PHRASES.values(), *META.values()) for p in group), *REASONS.values(),
                *(template.replace("{q}", "") for template, _ in OPENINGS)]
@@ -73,7 +73,7 @@ def build_offline_tokenizer(out_dir: str | Path, vocab_size: int = 2048) -> PreT
     """
     from tokenizers import AddedToken
 
-    from pearl_verl.tutor.prompts import END_MARKER
+    from pearl_verl.tutor.tutor_prompts import END_MARKER
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

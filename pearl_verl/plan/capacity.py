@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pearl_verl.config import AgentConfig, load_pearl_config
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
+from pearl_verl.pearl_config import AgentConfig, load_pearl_config
 from pearl_verl.plan.model_specs import ModelSpec
 from pearl_verl.ranges import (
     COUNT,

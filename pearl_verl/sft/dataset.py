@@ -38,7 +38,7 @@ from pearl_verl.sft.filters import (
     drop_reason,
     turn_histogram,
 )
-from pearl_verl.tutor.prompts import episode_messages
+from pearl_verl.tutor.tutor_prompts import episode_messages
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ TokenCounter = Callable[[list[dict[str, str]]], int]
 
 
 def sft_messages(episode: EpisodeRecord, include_reference: bool = True) -> list[dict[str, str]]:
-    """The tutor-view chat of one dialogue (:func:`pearl_verl.tutor.prompts.episode_messages`, the one
+    """The tutor-view chat of one dialogue (:func:`pearl_verl.tutor.tutor_prompts.episode_messages`, the one
     implementation shared with train-local's cold start), as plain dicts for parquet."""
     return [dict(m) for m in episode_messages(episode, include_reference)]
 

@@ -26,17 +26,17 @@ from typing import Any
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.errors import InputError
 from pearl_verl.judge.backends import judge_backends
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
+from pearl_verl.llm.chat_types import UsageMeter
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, defaults_of, endpoint_values
 from pearl_verl.llm.settings import SAMPLING_FIELDS, EndpointSettings
-from pearl_verl.llm.types import UsageMeter
 from pearl_verl.out_paths import output_dir
 from pearl_verl.progress import progress_bar
 from pearl_verl.ranges import POSITIVE, VAL_FRACTION
 from pearl_verl.resume_guard import check_resume, write_settings
 from pearl_verl.sft.filters import FilterConfig
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.write_whole import write_whole
 
 TEACHERS: tuple[str, ...] = ("endpoint", "scripted")
@@ -262,7 +262,7 @@ def build_gate_judge(args: argparse.Namespace) -> Any:
     """The judge of the SFT gate, or None."""
     if args.judge_backend == "none":
         return None
-    from pearl_verl.judge.config import build_judge
+    from pearl_verl.judge.judge_config import build_judge
 
     return build_judge(JudgeConfig(backend=args.judge_backend, **endpoint_values(args, "judge-")))
 

@@ -36,9 +36,9 @@ from pearl_verl.dialogue.student_contract import StudentSimulator
 from pearl_verl.dialogue.tutor_contract import TutorPolicy
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import end_with_newline, json_line
+from pearl_verl.judge.judge_contract import TutoringJudge
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, reward_info, should_judge
-from pearl_verl.judge.types import TutoringJudge
-from pearl_verl.llm.types import LLMCallError
+from pearl_verl.llm.chat_types import LLMCallError
 from pearl_verl.sft.dataset import read_records
 
 logger = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.student.planner import Plan, to_number
 from pearl_verl.student.reading import ANSWER_IS, states_correct_answer
 from pearl_verl.student.taxonomy import ATTEMPT_DEFINITIONS, BEHAVIOUR_DEFINITIONS, BEHAVIOURS
-from pearl_verl.tutor.prompts import END_MARKER
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 _ROLE_BREAK = re.compile(
     r"^[\s*#>]*(tutor|teacher|assistant|user|human|ai|system|bot|chatbot)('s (note|comment|feedback))?\s*\**\s*:"
@@ -225,7 +225,7 @@ def _words(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _instruction_shingles() -> frozenset[tuple[str, ...]]:
-    from pearl_verl.student import prompts
+    from pearl_verl.student import student_prompts as prompts
 
     texts = [
         re.sub(r"\{[a-z_]+\}", " ", prompts.REALISER_INSTRUCTION),  # the template, without its slots

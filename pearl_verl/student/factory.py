@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pearl_verl.dialogue.student_contract import StudentSimulator
-from pearl_verl.llm.types import ChatBackend
+from pearl_verl.llm.chat_types import ChatBackend
 from pearl_verl.student.baselines import MathDialStudentSimulator, SocraticLMStudentSimulator
-from pearl_verl.student.config import SIMULATORS, StudentConfig
 from pearl_verl.student.simulator import PearlStudentSimulator
+from pearl_verl.student.student_config import SIMULATORS, StudentConfig
 
 SIMULATOR_CLASSES: dict[str, Callable[[StudentConfig, ChatBackend | None], StudentSimulator]] = {
     "pearl": lambda config, backend: PearlStudentSimulator(config, backend),

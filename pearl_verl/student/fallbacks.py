@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from pearl_verl.llm.types import JSON_MODES
+from pearl_verl.llm.chat_types import JSON_MODES
 from pearl_verl.ranges import SHARE
 
 if TYPE_CHECKING:

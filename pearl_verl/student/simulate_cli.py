@@ -24,14 +24,14 @@ from tqdm import tqdm
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.data.problem_files import add_problem_file_args
 from pearl_verl.errors import InputError
+from pearl_verl.llm.chat_types import STRUCTURED_OUTPUT_HELP, UsageMeter
 from pearl_verl.llm.cli_flags import add_endpoint_flags, defaults_of, endpoint_config, endpoint_values
-from pearl_verl.llm.types import STRUCTURED_OUTPUT_HELP, UsageMeter
 from pearl_verl.out_paths import output_dir_text, output_file, retype
 from pearl_verl.ranges import POSITIVE, SEED
 from pearl_verl.redact import redact
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.fallbacks import FallbackRates, add_fallback_flag
 from pearl_verl.student.simulation_runs import ABILITY_CHOICES
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.write_whole import write_whole
 
 TUTORS: tuple[str, ...] = ("socratic", "leaking", "endpoint")

@@ -35,10 +35,9 @@ from pearl_verl.knowledge.cache import DecompositionCache
 from pearl_verl.knowledge.curriculum import Curriculum, load_curriculum
 from pearl_verl.knowledge.decompose_once import Decomposer
 from pearl_verl.knowledge.decomposition import Decomposition
-from pearl_verl.llm.types import ChatBackend, LLMCallError, Message
+from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, Message
 from pearl_verl.student import mastery as mastery_rules
-from pearl_verl.student import prompts
-from pearl_verl.student.config import StudentConfig
+from pearl_verl.student import student_prompts as prompts
 from pearl_verl.student.consistency import check_message, clean_message
 from pearl_verl.student.offline_realiser import minimal_message, opening_text, realise
 from pearl_verl.student.planner import (
@@ -52,6 +51,7 @@ from pearl_verl.student.planner import (
     special_turn,
 )
 from pearl_verl.student.reading import TutorMove, read_tutor, states_correct_answer
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.student.taxonomy import ordered_labels
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ _WHAT = {"student": "student replies that fell back to the rules", "judge": "jud
 
 def served_roles(verl_config: Any) -> tuple[str, ...]:
     """The roles a run serves from an endpoint (``student``, ``judge``), from its composed verl config."""
-    from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+    from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_root
 
     roles = []
     if pearl_config_from_root(verl_config).student.backend == "llm":
@@ -54,7 +54,7 @@ def role_lines(rates: Mapping[str, Mapping[str, float]]) -> list[str]:
 
 def student_mode(verl_config: Any) -> str | None:
     """``pearl.student.structured_output`` when it names one mode (``auto`` picks it in each worker)."""
-    from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+    from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_root
 
     setting = pearl_config_from_root(verl_config).student.structured_output
     return None if setting == "auto" else setting

@@ -35,8 +35,8 @@ from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.models.prepare import prepare_model
-from pearl_verl.train_local.config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
+from pearl_verl.train_local.local_config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides
 from pearl_verl.train_local.verl_run import checkpoint_dir, hf_export, validation_overrides
@@ -139,8 +139,8 @@ class LocalRun:
     """A run directory and everything built once for it: settings, samples, data."""
 
     def __init__(self, config: LocalTrainConfig, extra_overrides: list[str] = ()):
+        from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_root
         from pearl_verl.verl_plugin.cpu.platform import install_host_cpu_platform
-        from pearl_verl.verl_plugin.estimator import pearl_config_from_root
         from pearl_verl.verl_plugin.main_ppo import prepare
         from pearl_verl.verl_plugin.shared_simulator import simulator_for
 

@@ -9,7 +9,7 @@ import sys
 from pearl_verl.config_flags import add_config_flags, config_values
 from pearl_verl.out_paths import output_dir_text, retype
 from pearl_verl.student.fallbacks import add_fallback_flag
-from pearl_verl.train_local.config import LocalTrainConfig
+from pearl_verl.train_local.local_config import LocalTrainConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,8 +8,8 @@ from contextvars import ContextVar
 
 from pearl_verl.dialogue.episode import DialogueTurn
 from pearl_verl.dialogue.problem import Problem
-from pearl_verl.llm.types import ChatBackend, SamplingConfig
-from pearl_verl.tutor.prompts import tutor_messages
+from pearl_verl.llm.chat_types import ChatBackend, SamplingConfig
+from pearl_verl.tutor.tutor_prompts import tutor_messages
 
 _cut_replies: ContextVar[list[int] | None] = ContextVar("tutor_cut_replies", default=None)
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pearl_verl.dialogue.answers import answers_match, numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
 from pearl_verl.dialogue.problem import Problem, solution_steps
-from pearl_verl.tutor.prompts import END_MARKER
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 _RESULT_AFTER_EQUALS = re.compile(r"=\s*\$?-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
 _CONFUSED = re.compile(r"\b(don'?t know|not sure|confus|stuck|no idea|lost|help|\?)", re.I)

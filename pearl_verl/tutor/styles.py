@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.tutor_contract import TutorPolicy
-from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor, student_stated_answer
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 _STUCK = re.compile(r"\b(don'?t know|not sure|confus\w*|stuck|no idea|lost|help)\b", re.I)
 

@@ -20,7 +20,7 @@ from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.failure_guard import failure_cause_metrics
 from pearl_verl.advantage.metrics import judge_parse_metrics, student_fallback_metrics
 from pearl_verl.dims import JUDGE_OK_KEY
-from pearl_verl.verl_plugin.estimator import scalar_advantages
+from pearl_verl.verl_plugin.adv_estimator import scalar_advantages
 from pearl_verl.verl_plugin.names import END_REASON_KEY, REWARD_INFO_FIELD
 
 

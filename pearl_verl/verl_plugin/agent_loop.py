@@ -35,10 +35,10 @@ from pearl_verl.dialogue.episode_runner import EpisodeLimits, TutorReply, run_ep
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.dialogue.student_contract import StudentSession, StudentTurn
 from pearl_verl.errors import InputError
-from pearl_verl.llm.types import LLMCallError
-from pearl_verl.tutor.prompts import tutor_system_prompt
+from pearl_verl.llm.chat_types import LLMCallError
+from pearl_verl.tutor.tutor_prompts import tutor_system_prompt
+from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.compat import builder_render, replace_builder_render
-from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.names import END_REASON_KEY, EPISODE_KEY
 from pearl_verl.verl_plugin.shared_simulator import simulator_for
 

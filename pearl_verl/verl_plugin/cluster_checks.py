@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from pearl_verl.errors import InputError
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
 from pearl_verl.verl_plugin.doctor import Check
 
 PINNED_PACKAGES = {"torch": "vllm", "vllm": "vllm", "transformers": "vllm", "flash-attn": "fsdp"}
@@ -143,8 +143,8 @@ def endpoint_checks(role: str, base_url: str | None, model: str | None, api_key_
 
 async def _endpoint_checks(role: str, base_url: str, model: str, api_key_env: str | None, samples: int,
                            human_file: Path | None) -> list[Check]:
+    from pearl_verl.llm.chat_types import EndpointConfig, LLMCallError, SamplingConfig
     from pearl_verl.llm.client import OpenAIChatClient
-    from pearl_verl.llm.types import EndpointConfig, LLMCallError, SamplingConfig
 
     name = f"{role} endpoint"
     served = await _served_models(base_url, api_key_env)
@@ -196,8 +196,8 @@ def _first_call_failed(role: str, n: int, exc: Any) -> Check:
 
 async def _structured_output_check(role: str, endpoint: Any) -> Check:
     """Which structured output the server takes: the recipes send json_schema (``STRUCTURED_OUTPUT``)."""
+    from pearl_verl.llm.chat_types import LLMCallError, SamplingConfig
     from pearl_verl.llm.client import OpenAIChatClient
-    from pearl_verl.llm.types import LLMCallError, SamplingConfig
 
     schema = '{"title": "ok", "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}'
     client = OpenAIChatClient(dataclasses.replace(endpoint, structured_output="auto"))
@@ -238,7 +238,7 @@ async def _served_models(base_url: str, api_key_env: str | None) -> list[str] | 
 
 
 async def _judge_check(base_url: str, model: str, api_key_env: str | None) -> Check:
-    from pearl_verl.judge.config import build_judge
+    from pearl_verl.judge.judge_config import build_judge
 
     judge = build_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=120,
                                     max_retries=0, parse_retries=0))
@@ -253,7 +253,7 @@ async def _judge_check(base_url: str, model: str, api_key_env: str | None) -> Ch
 async def _calibration_check(base_url: str, model: str, api_key_env: str | None) -> Check:
     """The shipped contrast pairs, as the recipes' gate judges them (``pearl-verl judge-check``)."""
     from pearl_verl.judge.calibration import MIN_AGREEMENT, check_judge, load_pairs, shipped_pairs_path
-    from pearl_verl.judge.config import build_judge
+    from pearl_verl.judge.judge_config import build_judge
 
     judge = build_judge(JudgeConfig(base_url=base_url, model=model, api_key_env=api_key_env))
     report = await check_judge(judge, load_pairs(shipped_pairs_path()), concurrency=8)

@@ -26,13 +26,13 @@ from verl.trainer.ppo import core_algos, ray_trainer
 
 from pearl_verl.advantage.failure_guard import FailureGuard, TrainingStalled
 from pearl_verl.judge.reward_info import REWARD_INFO_KEYS
-from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step, rows_from_columns
-from pearl_verl.verl_plugin.compat import config_root
-from pearl_verl.verl_plugin.estimator import (
+from pearl_verl.verl_plugin.adv_estimator import (
     accepts_pearl_inputs,
     pearl_config_from_algorithm_config,
     pearl_config_from_root,
 )
+from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step, rows_from_columns
+from pearl_verl.verl_plugin.compat import config_root
 from pearl_verl.verl_plugin.names import EPISODE_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, write_dump
 from pearl_verl.verl_plugin.stall import failure_guard, stop_with_checkpoint

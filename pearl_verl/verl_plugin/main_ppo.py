@@ -20,8 +20,8 @@ from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 from verl.utils.device import auto_set_device
 
+from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.cpu.parts import check_cpu_rollout
-from pearl_verl.verl_plugin.estimator import pearl_config_from_root
 from pearl_verl.verl_plugin.legacy import legacy_advantage_hook
 from pearl_verl.verl_plugin.pearl_sync import check_pearl_trainer_config
 from pearl_verl.verl_plugin.register import check_registered

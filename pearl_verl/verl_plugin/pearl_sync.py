@@ -38,9 +38,9 @@ from verl.workers.utils.padding import response_to_nested
 
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.errors import InputError
+from pearl_verl.verl_plugin.adv_estimator import accepts_pearl_inputs, check_scalar_fallback, pearl_config_from_root
 from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step
 from pearl_verl.verl_plugin.compat import check_v1_advantage_step, check_v1_validation, split_row_key
-from pearl_verl.verl_plugin.estimator import accepts_pearl_inputs, check_scalar_fallback, pearl_config_from_root
 from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, validation_rows, write_dump
 from pearl_verl.verl_plugin.stall import failure_guard, stop_with_checkpoint

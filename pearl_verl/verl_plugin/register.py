@@ -19,7 +19,7 @@ from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY  # noqa: E402
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY  # noqa: E402
 
-from pearl_verl.verl_plugin import agent_loop, estimator, pearl_sync, reward_manager  # noqa: E402
+from pearl_verl.verl_plugin import adv_estimator, agent_loop, pearl_sync, reward_manager  # noqa: E402
 from pearl_verl.verl_plugin.compat import AGENT_LOOP_REGISTRY  # noqa: E402
 
 
@@ -41,10 +41,10 @@ class Registration:
 REGISTRATIONS: tuple[Registration, ...] = (
     Registration(
         "advantage estimator",
-        estimator.ESTIMATOR_NAME,
+        adv_estimator.ESTIMATOR_NAME,
         ADV_ESTIMATOR_REGISTRY,
-        estimator.compute_pearl_outcome_advantage,
-        f"algorithm.adv_estimator={estimator.ESTIMATOR_NAME}",
+        adv_estimator.compute_pearl_outcome_advantage,
+        f"algorithm.adv_estimator={adv_estimator.ESTIMATOR_NAME}",
     ),
     Registration(
         "V1 trainer mode",

@@ -1,7 +1,7 @@
 """``pearl_judge``: the PEARL judge as a reward manager of verl's async reward loop.
 
 Select with ``reward.reward_manager.name=pearl_judge`` and configure with
-``+reward.reward_kwargs.<key>=...`` (keys of :class:`pearl_verl.judge.config.JudgeConfig`:
+``+reward.reward_kwargs.<key>=...`` (keys of :class:`pearl_verl.judge.judge_config.JudgeConfig`:
 ``backend``, ``base_url``, ``model``, ``api_key_env``, ``max_concurrency``, ``timeout_s``,
 ``max_retries``, ``parse_retries``, ``samples``, ``aggregate``, ...). Unknown keys fail at startup
 with the list of valid ones.
@@ -30,9 +30,9 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from pearl_verl.dialogue.episode import EpisodeRecord
-from pearl_verl.judge.config import JudgeConfig, build_judge, judge_config_from_mapping
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge, judge_config_from_mapping
+from pearl_verl.judge.judge_contract import JudgeResult, TutoringJudge
 from pearl_verl.judge.reward_info import reward_info, reward_score, should_judge
-from pearl_verl.judge.types import JudgeResult, TutoringJudge
 from pearl_verl.verl_plugin.names import EPISODE_KEY, REWARD_MANAGER_NAME
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 def failure_guard(root: Any) -> FailureGuard:
     """The run's failure guard, the same for both trainers: ``pearl.failure_guard`` of verl's root config, whose stop
     names the run's judge endpoint (``reward.reward_kwargs.base_url``) and student endpoint (``pearl.student``)."""
-    from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+    from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_root
 
     pearl_config = pearl_config_from_root(root)
     judge_url = ((root.get("reward") or {}).get("reward_kwargs") or {}).get("base_url")

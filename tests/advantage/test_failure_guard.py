@@ -12,7 +12,7 @@ from pearl_verl.advantage.failure_guard import (
     TrainingStalled,
     failure_cause_metrics,
 )
-from pearl_verl.config import load_pearl_config
+from pearl_verl.pearl_config import load_pearl_config
 
 
 def _rates(guard, rates, first_step=1):

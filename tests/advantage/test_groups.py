@@ -133,7 +133,7 @@ def _judged_file(tmp_path, uids):
 
 
 def test_the_advantage_command_groups_as_the_trainers_estimator(tmp_path, capsys):
-    from pearl_verl.verl_plugin.estimator import compute_pearl_outcome_advantage
+    from pearl_verl.verl_plugin.adv_estimator import compute_pearl_outcome_advantage
 
     path, rows = _judged_file(tmp_path, _UIDS)
     assert main(["advantage", str(path), "--json"]) == 0

@@ -140,8 +140,8 @@ def test_a_training_student_reads_the_prefilled_cache_without_calling_the_endpoi
     import asyncio
 
     from pearl_verl.data.prepare import problems_of
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.simulator import PearlStudentSimulator
+    from pearl_verl.student.student_config import StudentConfig
 
     cache = tmp_path / "cache"
 

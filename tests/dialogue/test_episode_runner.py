@@ -9,8 +9,8 @@ from pearl_verl.dialogue.episode_runner import EpisodeLimits, TutorReply, policy
 from pearl_verl.dialogue.problem import Problem, solution_steps
 from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.llm import LLMCallError
-from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor, hide_results
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 PROBLEM = Problem(
     "gsm8k-x", "Tom has 3 boxes of 4 apples and eats 2. How many are left?",

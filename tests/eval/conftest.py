@@ -8,7 +8,7 @@ import pytest
 
 from pearl_verl.data.location import data_dir
 from pearl_verl.eval.__main__ import main as eval_main
-from pearl_verl.tutor.prompts import END_MARKER
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 GSM8K_FIXTURE = ROOT / "pearl_verl" / "resources" / "data" / "gsm8k" / "test_first50.jsonl"

@@ -14,9 +14,9 @@ from pearl_verl.eval.annotate import (
     annotation_messages,
     parse_annotation,
 )
+from pearl_verl.llm.chat_types import EndpointConfig
 from pearl_verl.llm.client import OpenAIChatClient
 from pearl_verl.llm.local_server import LocalChatServer, Reply
-from pearl_verl.llm.types import EndpointConfig
 
 PROBLEM = Problem("p1", "What is 3 * 4 - 2?", "3 * 4 = 12\n12 - 2 = 10", "10", "gsm8k")
 

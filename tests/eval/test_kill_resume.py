@@ -9,7 +9,7 @@ import time
 from collections import Counter
 
 from pearl_verl.llm.local_server import LocalChatServer, Reply
-from pearl_verl.tutor.prompts import END_MARKER
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 
 def slow_tutor(body):

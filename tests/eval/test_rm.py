@@ -12,9 +12,9 @@ from pearl_verl.eval.rm import (
     read_pairs,
     verdict_row,
 )
+from pearl_verl.llm.chat_types import EndpointConfig
 from pearl_verl.llm.client import OpenAIChatClient
 from pearl_verl.llm.local_server import LocalChatServer
-from pearl_verl.llm.types import EndpointConfig
 
 
 def rows(spec):

@@ -7,10 +7,10 @@ import pytest
 from pearl_verl.dialogue.episode import DialogueTurn
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.eval.tutors import InstructedChatTutor, build_tutor, parse_tutor_spec
+from pearl_verl.llm.chat_types import SamplingConfig
 from pearl_verl.llm.scripted import ScriptedChatBackend
-from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.tutor.policy import ChatTutor
-from pearl_verl.tutor.prompts import TUTOR_INSTRUCTION
+from pearl_verl.tutor.tutor_prompts import TUTOR_INSTRUCTION
 
 PROBLEM = Problem("p", "What is 3 * 4?", "3 * 4 = 12", "12", "gsm8k")
 

@@ -14,13 +14,13 @@ from pearl_verl.faults.plan import FaultConfig, FaultKind, request_fingerprint
 from pearl_verl.faults.recording import RecordingBackend, tagged
 from pearl_verl.faults.responders import expected_result, judge_reply, student_reply
 from pearl_verl.faults.server import FaultServer
-from pearl_verl.judge.config import JudgeConfig, build_judge
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge
 from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import judge_messages
 from pearl_verl.llm import EndpointConfig, LLMCallError, OpenAIChatClient, SamplingConfig
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
-from pearl_verl.student.prompts import parse_planner
+from pearl_verl.student.student_config import StudentConfig
+from pearl_verl.student.student_prompts import parse_planner
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]

@@ -8,10 +8,10 @@ import pytest
 from pearl_verl import cli
 from pearl_verl.errors import InputError
 from pearl_verl.judge.backends import JUDGE_BACKENDS, judge_backends
-from pearl_verl.judge.config import JudgeConfig, build_judge, judge_config_from_mapping
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge, judge_config_from_mapping
 from pearl_verl.judge.one_turn import ONE_TURN_BACKENDS
 from pearl_verl.judge.probe import PROBES
-from pearl_verl.train_local.config import LocalTrainConfig
+from pearl_verl.train_local.local_config import LocalTrainConfig
 
 CRITERIA = judge_backends(scores_criteria=True)
 ON_CPU = judge_backends(needs_endpoint=False)

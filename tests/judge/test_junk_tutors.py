@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from pearl_verl.judge.config import JudgeConfig, build_judge
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge
 from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_tutor_turns
 from pearl_verl.judge.tutoring_turns import repeats_itself
 

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from pearl_verl.judge.config import JudgeConfig, build_judge, judge_config_from_mapping
+from pearl_verl.judge.judge_config import JudgeConfig, build_judge, judge_config_from_mapping
+from pearl_verl.judge.judge_contract import TutoringJudge
 from pearl_verl.judge.llm_judge import LLMJudge
 from pearl_verl.judge.offline import HeuristicJudge
-from pearl_verl.judge.types import TutoringJudge
 from pearl_verl.llm import LLMCallError, OpenAIChatClient, SamplingConfig
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 from pearl_verl.llm.scripted import ScriptedChatBackend

@@ -10,13 +10,13 @@ import pytest
 
 from pearl_verl.data.mrbench import read_human_labels
 from pearl_verl.errors import InputError
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
+from pearl_verl.judge.judge_contract import NOT_GIVEN
 from pearl_verl.judge.llm_judge import LLMJudge
 from pearl_verl.judge.offline import HeuristicJudge
 from pearl_verl.judge.one_turn import OneTurnJudge, build_one_turn_judge, candidate_episode, problem_of
 from pearl_verl.judge.prompt import dialogue_block, one_turn_messages, one_turn_system_prompt, system_prompt
 from pearl_verl.judge.rubric import ONE_TURN_CRITERIA, RUBRIC
-from pearl_verl.judge.types import NOT_GIVEN
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 from pearl_verl.llm.scripted import ScriptedChatBackend
 

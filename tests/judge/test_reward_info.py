@@ -3,8 +3,8 @@
 import pytest
 
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.judge.judge_contract import JudgeResult
 from pearl_verl.judge.reward_info import REWARD_INFO_KEYS, reward_info, reward_score, should_judge
-from pearl_verl.judge.types import JudgeResult
 
 DIMS = {d: 0.5 for d in DIMENSIONS} | {"acc": 0.9}
 

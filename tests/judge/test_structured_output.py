@@ -17,7 +17,7 @@ from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.extract import extraction_schema
 from pearl_verl.llm import EndpointConfig, OpenAIChatClient, SamplingConfig
 from pearl_verl.llm.local_server import LocalChatServer
-from pearl_verl.student.prompts import PLANNER_SCHEMA, parse_planner
+from pearl_verl.student.student_prompts import PLANNER_SCHEMA, parse_planner
 
 SCHEMA = json.dumps({"title": "tiny", "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
 
@@ -100,8 +100,8 @@ def test_the_student_planner_sends_its_schema_and_the_realiser_none():
     from pearl_verl.data.location import data_dir
     from pearl_verl.data.problem_files import load_problems
     from pearl_verl.dialogue.student_contract import StudentCondition
-    from pearl_verl.student.config import StudentConfig
     from pearl_verl.student.factory import build_simulator
+    from pearl_verl.student.student_config import StudentConfig
 
     def respond(body):
         if body["messages"][0]["content"].startswith("You plan the next turn"):

@@ -4,10 +4,10 @@ import dataclasses
 
 import pytest
 
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
+from pearl_verl.llm.chat_types import EndpointConfig, SamplingConfig
 from pearl_verl.llm.settings import EndpointSettings
-from pearl_verl.llm.types import EndpointConfig, SamplingConfig
-from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.student_config import StudentConfig
 
 ROLES = [
     pytest.param(JudgeConfig, {"backend": "llm"}, id="judge"),

@@ -4,8 +4,8 @@ import pytest
 
 from pearl_verl.dialogue.legible import legibility
 from pearl_verl.models.tiny import build_offline_tokenizer
-from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.styles import TEACHER_LINES
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 
 @pytest.fixture(scope="module")

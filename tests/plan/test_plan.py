@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pearl_verl import cli
-from pearl_verl.config import AgentConfig
-from pearl_verl.judge.config import JudgeConfig
+from pearl_verl.judge.judge_config import JudgeConfig
+from pearl_verl.pearl_config import AgentConfig
 from pearl_verl.plan.capacity import (
     Assumptions,
     RecipeSettings,

@@ -7,7 +7,7 @@ import pandas as pd
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.sft.dataset import build_sft, read_records, sft_messages, write_sft
 from pearl_verl.sft.filters import DROP_REASONS, FilterConfig
-from pearl_verl.tutor.prompts import END_MARKER, tutor_system_prompt
+from pearl_verl.tutor.tutor_prompts import END_MARKER, tutor_system_prompt
 
 
 def _episode(make_episode, pid, tutor_texts, end_reason="tutor_ended", final_student=None):

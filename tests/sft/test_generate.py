@@ -13,7 +13,7 @@ import pytest
 
 from pearl_verl.sft.dataset import RECORDS_NAME, SUMMARY_NAME, read_records
 from pearl_verl.sft.generate import load_samples, make_jobs
-from pearl_verl.tutor.prompts import END_MARKER
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 CLI = (
     "import argparse, sys\n"

@@ -10,8 +10,8 @@ from pearl_verl.student.baselines import SOCRATICLM_TYPES, MathDialStudentSimula
 from pearl_verl.student.baselines.mathdial import perturbed_solution
 from pearl_verl.student.baselines.roleplay import FALLBACK_MESSAGE, heuristic_attempt
 from pearl_verl.student.baselines.socraticlm import student_type
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 ENDPOINT = dict(base_url="http://127.0.0.1:9/v1", model="student")

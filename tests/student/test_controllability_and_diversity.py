@@ -12,9 +12,9 @@ import json
 
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.student import simulate_cli
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.simulation_runs import by_ability, make_jobs, run_jobs
 from pearl_verl.student.simulator import PearlStudentSimulator
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 

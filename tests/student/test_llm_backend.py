@@ -11,8 +11,8 @@ from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondit
 from pearl_verl.llm import EndpointConfig, LLMCallError, OpenAIChatClient
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 from pearl_verl.llm.scripted import ScriptedChatBackend
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 
 LLM = dict(backend="llm", base_url="http://127.0.0.1:9/v1", model="student", decomposer="rules")

@@ -12,12 +12,12 @@ from pearl_verl.judge.junk import CUES
 from pearl_verl.knowledge.curriculum import load_curriculum
 from pearl_verl.knowledge.extract import rule_decomposition
 from pearl_verl.llm.scripted import ScriptedChatBackend
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.offline_realiser import PHRASES
 from pearl_verl.student.planner import Mind, special_turn
 from pearl_verl.student.reading import TutorMove, read_tutor
 from pearl_verl.student.simulator import PearlStudentSimulator
+from pearl_verl.student.student_config import StudentConfig
 
 CURRICULUM = load_curriculum()
 EGGS = Problem(

@@ -16,10 +16,10 @@ import pytest
 
 from pearl_verl.dialogue.episode import STUDENT
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.consistency import clean_message, role_issues
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.simulation_runs import make_jobs, run_jobs
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
 from pearl_verl.tutor.styles import ScriptedCoachTutor
 

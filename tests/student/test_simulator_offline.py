@@ -14,9 +14,9 @@ from pearl_verl.dialogue.student_contract import (
     StudentSession,
     StudentSimulator,
 )
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.mastery import violations
 from pearl_verl.student.simulator import PearlStudentSimulator
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.student.taxonomy import BEHAVIOURS
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
 

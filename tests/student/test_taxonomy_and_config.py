@@ -4,7 +4,7 @@ import pytest
 
 from pearl_verl.dialogue.student_contract import ATTEMPT_OUTCOMES
 from pearl_verl.strict_dataclass import build_dataclass
-from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.student.taxonomy import (
     ATTEMPT_DEFINITIONS,
     BEHAVIOUR_DEFINITIONS,

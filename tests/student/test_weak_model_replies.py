@@ -15,9 +15,9 @@ from pearl_verl.dialogue.student_contract import StudentCondition
 from pearl_verl.llm.local_server import LocalChatServer, Reply
 from pearl_verl.student.baselines import SocraticLMStudentSimulator
 from pearl_verl.student.baselines.roleplay import FALLBACK_MESSAGE
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.consistency import check_message, role_issues
 from pearl_verl.student.planner import Plan
+from pearl_verl.student.student_config import StudentConfig
 
 CASES = json.loads((Path(__file__).parent / "fixtures" / "weak_model_replies.json").read_text())
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "smollm2_server_replies.json").read_text())

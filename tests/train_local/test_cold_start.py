@@ -12,11 +12,11 @@ from pearl_verl.dialogue.episode import STUDENT, TUTOR
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.sft.dataset import COLUMNS
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.factory import build_simulator
+from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.train_local.cold_start import keep_for_pool, keep_for_sft, teacher_dialogues, write_sft_parquet
-from pearl_verl.tutor.prompts import END_MARKER
 from pearl_verl.tutor.styles import TEACHER_POOLS
+from pearl_verl.tutor.tutor_prompts import END_MARKER
 
 
 def _samples(simulator, n=3):

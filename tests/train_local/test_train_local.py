@@ -215,7 +215,7 @@ RESUME_PROBE = """
 import json, shutil, sys
 from pathlib import Path
 import pearl_verl.train_local.verl_run as verl_run
-from pearl_verl.train_local.config import LocalTrainConfig
+from pearl_verl.train_local.local_config import LocalTrainConfig
 from pearl_verl.train_local.train import LocalRun, run_training
 out, stopped, unlogged = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 launched, metrics = [], []
@@ -347,7 +347,7 @@ def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
     ("smollm2", 4, 2, 4, 4),
 ])
 def test_the_update_runs_in_micro_batches_that_fit_the_model(model, micro_batch, batch_problems, group_size, expected):
-    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.local_config import LocalTrainConfig
     from pearl_verl.train_local.train import algorithm_overrides
 
     config = LocalTrainConfig(model=model, micro_batch=micro_batch, batch_problems=batch_problems,

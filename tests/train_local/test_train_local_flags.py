@@ -9,7 +9,7 @@ import pytest
 from pearl_verl import cli
 from pearl_verl.errors import InputError
 from pearl_verl.ranges import Range
-from pearl_verl.train_local.config import LocalTrainConfig
+from pearl_verl.train_local.local_config import LocalTrainConfig
 
 POSITIVE_FRACTION = "a finite number greater than 0 and at most 1"
 BAD = [

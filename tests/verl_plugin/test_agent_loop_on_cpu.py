@@ -16,7 +16,7 @@ from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.dialogue.student_contract import CognitiveProfile, StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.llm import LLMCallError
 from pearl_verl.models.tiny import build_offline_tokenizer
-from pearl_verl.tutor.prompts import END_MARKER, tutor_system_prompt
+from pearl_verl.tutor.tutor_prompts import END_MARKER, tutor_system_prompt
 from pearl_verl.verl_plugin import agent_loop as agent_loop_module
 from pearl_verl.verl_plugin.agent_loop import PearlTutorAgentLoop, episode_from_extra_fields
 

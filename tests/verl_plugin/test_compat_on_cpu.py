@@ -23,9 +23,9 @@ from verl.workers.engine.base import BaseEngine, EngineRegistry
 
 from pearl_verl.models.tiny import build_offline_tokenizer
 from pearl_verl.verl_plugin import TESTED_VERL, compat
+from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_algorithm_config
 from pearl_verl.verl_plugin.agent_loop import PearlTutorAgentLoop
 from pearl_verl.verl_plugin.doctor import run_checks
-from pearl_verl.verl_plugin.estimator import pearl_config_from_algorithm_config
 from pearl_verl.verl_plugin.pearl_sync import final_session_rows
 
 pytestmark = pytest.mark.serial  # verl's processes: one at a time under pytest-xdist (tests/conftest.py)

@@ -10,7 +10,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.inputs import PearlInputs
-from pearl_verl.verl_plugin.estimator import compute_pearl_outcome_advantage, settings_from_algorithm_config
+from pearl_verl.verl_plugin.adv_estimator import compute_pearl_outcome_advantage, settings_from_algorithm_config
 
 
 def _token_rewards(scores, length=5):
@@ -138,7 +138,7 @@ def test_v1_sync_trainers_own_advantage_step_refuses_pearl_judge_rewards(verl_co
 
 
 def test_fallback_without_a_named_reward_manager_warns_once(caplog):
-    from pearl_verl.verl_plugin import estimator
+    from pearl_verl.verl_plugin import adv_estimator as estimator
 
     estimator._warn_unknown_reward_manager.cache_clear()
     fn = core_algos.get_adv_estimator_fn("pearl")

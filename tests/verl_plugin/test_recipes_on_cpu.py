@@ -13,8 +13,8 @@ from omegaconf import OmegaConf
 from verl.trainer.config import AlgoConfig
 from verl.utils.config import omega_conf_to_dataclass
 
-from pearl_verl.config import load_pearl_config
 from pearl_verl.errors import InputError
+from pearl_verl.pearl_config import load_pearl_config
 from pearl_verl.verl_plugin import config as config_module
 from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT, PEARL_SFT_CPU, compose_config, config_flags
 from pearl_verl.verl_plugin.main_ppo import prepare
@@ -68,8 +68,8 @@ def test_full_pearl_recipes_compose_and_validate(tmp_path, recipe, engine):
     assert cfg.algorithm.adv_estimator == "pearl" and cfg.trainer.v1.trainer_mode == "pearl_sync"
     assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "pearl_tutor"
     assert cfg.reward.reward_manager.name == "pearl_judge" and cfg.reward.reward_kwargs.backend == "llm"
-    from pearl_verl.judge.config import judge_config_from_mapping
-    from pearl_verl.verl_plugin.estimator import pearl_config_from_root
+    from pearl_verl.judge.judge_config import judge_config_from_mapping
+    from pearl_verl.verl_plugin.adv_estimator import pearl_config_from_root
 
     pearl = pearl_config_from_root(cfg)
     assert pearl.advantage.gamma == 0.98 and pearl.agent.max_tutor_turns == 15
@@ -266,7 +266,7 @@ def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_a
 def test_train_local_samples_training_and_held_out_dialogues_from_its_top_k(tmp_path):
     """The main job's tutor draws from the k most likely tokens when it trains and when it is evaluated (one policy
     measured as it was trained); 0 is verl's -1, all tokens."""
-    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.local_config import LocalTrainConfig
     from pearl_verl.train_local.runtime import compose_verl_config
 
     default = LocalTrainConfig().top_k
@@ -319,7 +319,7 @@ SFT_METHOD = {
 def _train_local_overrides(tmp_path: Path, rollout: str = "hf", **settings) -> list[str]:
     """What train-local's RL stage composes at its defaults, or at ``settings`` (``LocalRun.overrides`` without
     building a run)."""
-    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.local_config import LocalTrainConfig
     from pearl_verl.train_local.train import algorithm_overrides
     from pearl_verl.train_local.verl_run import rl_overrides, validation_overrides
 
@@ -334,7 +334,7 @@ def _train_local_overrides(tmp_path: Path, rollout: str = "hf", **settings) -> l
 
 def _train_local_sft_overrides(tmp_path: Path) -> list[str]:
     from pearl_verl.train_local.cold_start import sft_overrides
-    from pearl_verl.train_local.config import LocalTrainConfig
+    from pearl_verl.train_local.local_config import LocalTrainConfig
     from pearl_verl.train_local.runtime import SFT_ENGINE, precision_overrides
 
     c = LocalTrainConfig()

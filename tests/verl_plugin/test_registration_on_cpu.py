@@ -9,7 +9,7 @@ from verl.trainer.ppo import core_algos
 from verl.trainer.ppo.v1 import trainer_base
 
 from pearl_verl.verl_plugin import register
-from pearl_verl.verl_plugin.estimator import compute_pearl_outcome_advantage
+from pearl_verl.verl_plugin.adv_estimator import compute_pearl_outcome_advantage
 from pearl_verl.verl_plugin.pearl_sync import PearlSyncTrainer
 
 
@@ -35,7 +35,7 @@ def test_import_verl_alone_registers_everything_in_a_fresh_process():
     proc = _fresh_python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [
-        "pearl_verl.verl_plugin.estimator.compute_pearl_outcome_advantage",
+        "pearl_verl.verl_plugin.adv_estimator.compute_pearl_outcome_advantage",
         "pearl_verl.verl_plugin.pearl_sync.PearlSyncTrainer",
         "pearl_verl.verl_plugin.agent_loop.PearlTutorAgentLoop",
     ]

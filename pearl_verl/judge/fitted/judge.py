@@ -1,7 +1,7 @@
 """``FittedJudge``: the CPU judge whose one-turn criteria were learned from teachers' labels.
 
-Backend ``fitted`` of :class:`~pearl_verl.judge.config.JudgeConfig`. It returns the same
-:class:`~pearl_verl.judge.types.JudgeResult` as every judge (24 criteria, the gate, 8 gated dimension means):
+Backend ``fitted`` of :class:`~pearl_verl.judge.judge_config.JudgeConfig`. It returns the same
+:class:`~pearl_verl.judge.judge_contract.JudgeResult` as every judge (24 criteria, the gate, 8 gated dimension means):
 
 - **one-turn criteria from the model** (:data:`FITTED_MAPPING`): each tutor turn that answers the student is
   scored by the model of :mod:`.model` given the conversation before it, and a criterion's score is the mean

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pearl_verl.dialogue.answers import answers_match, numbers_in
 from pearl_verl.dialogue.episode import STUDENT
-from pearl_verl.judge.types import NOT_GIVEN
+from pearl_verl.judge.judge_contract import NOT_GIVEN
 
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -49,7 +49,7 @@ class TurnContext:
         history: ``(role, text)`` turns before the candidate, role ``"tutor"`` or ``"student"``.
         candidate: the tutor turn judged.
         solution: the reference solution; empty when not given.
-        answer: the reference final answer; :data:`~pearl_verl.judge.types.NOT_GIVEN` when not given.
+        answer: the reference final answer; :data:`~pearl_verl.judge.judge_contract.NOT_GIVEN` when not given.
     """
 
     history: Sequence[tuple[str, str]]

@@ -16,11 +16,11 @@ import re
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import StudentCondition
 from pearl_verl.knowledge.decomposition import reference_steps, step_result
-from pearl_verl.llm.types import ChatBackend
+from pearl_verl.llm.chat_types import ChatBackend
 from pearl_verl.student.baselines.roleplay import RolePlaySession, backend_for, opening_message
-from pearl_verl.student.config import StudentConfig
 from pearl_verl.student.planner import format_number, to_number
 from pearl_verl.student.reading import states_correct_answer
+from pearl_verl.student.student_config import StudentConfig
 
 MATHDIAL_PROMPT = """You are a middle-school student talking with a math teacher about this problem:
 {question}

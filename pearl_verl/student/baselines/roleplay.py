@@ -17,12 +17,12 @@ from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.knowledge.decomposition import reference_steps, step_result
-from pearl_verl.llm.types import ChatBackend, LLMCallError, Message
-from pearl_verl.student.config import StudentConfig
+from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, Message
 from pearl_verl.student.consistency import clean_message, role_issues
 from pearl_verl.student.planner import to_number
-from pearl_verl.student.prompts import dialogue_messages
 from pearl_verl.student.reading import states_correct_answer
+from pearl_verl.student.student_config import StudentConfig
+from pearl_verl.student.student_prompts import dialogue_messages
 
 logger = logging.getLogger(__name__)
 

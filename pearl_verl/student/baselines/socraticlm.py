@@ -12,9 +12,9 @@ import random
 
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import StudentCondition
-from pearl_verl.llm.types import ChatBackend
+from pearl_verl.llm.chat_types import ChatBackend
 from pearl_verl.student.baselines.roleplay import RolePlaySession, backend_for, opening_message
-from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.student_config import StudentConfig
 
 SOCRATICLM_TYPES: dict[str, str] = {
     "capable": "You understand most things quickly and answer the teacher's questions correctly, step by step.",

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 from pearl_verl.judge import llm_judge
 from pearl_verl.judge.backends import CPU_JUDGES, JUDGE_BACKENDS, PromptBuilder
+from pearl_verl.judge.judge_contract import TutoringJudge
 from pearl_verl.judge.scoring import AGGREGATES
-from pearl_verl.judge.types import TutoringJudge
+from pearl_verl.llm.chat_types import SamplingConfig
 from pearl_verl.llm.settings import EndpointSettings
-from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.ranges import COUNT, Range
 from pearl_verl.strict_dataclass import build_dataclass
 

@@ -16,7 +16,7 @@ from pearl_verl.advantage.failure_guard import FailureGuardConfig
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
 from pearl_verl.ranges import POSITIVE_OR_NULL, Range, check_ranges
 from pearl_verl.strict_dataclass import build_dataclass
-from pearl_verl.student.config import StudentConfig
+from pearl_verl.student.student_config import StudentConfig
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from verl.trainer.ppo.core_algos import register_adv_est
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.inputs import PearlInputs, breakdown_from_inputs, inputs_from_rows
 from pearl_verl.advantage.metrics import advantage_metrics
-from pearl_verl.config import PearlConfig, load_pearl_config
 from pearl_verl.errors import InputError
+from pearl_verl.pearl_config import PearlConfig, load_pearl_config
 from pearl_verl.verl_plugin.compat import config_root
 from pearl_verl.verl_plugin.names import REWARD_MANAGER_NAME
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pearl_verl.llm.chat_types import SamplingConfig
 from pearl_verl.llm.settings import EndpointSettings
-from pearl_verl.llm.types import SamplingConfig
 from pearl_verl.ranges import POSITIVE, Range
 
 SIMULATORS: tuple[str, ...] = ("pearl", "mathdial", "socraticlm")
@@ -99,7 +99,7 @@ class StudentConfig(EndpointSettings):
 
     def sampling(self, role: str = "realiser") -> SamplingConfig:
         """Sampling of one of the student's generative roles (``planner``, ``realiser``, ``refine``)."""
-        from pearl_verl.student.prompts import PLANNER_SCHEMA
+        from pearl_verl.student.student_prompts import PLANNER_SCHEMA
 
         if role == "planner":
             return self.sampling_with(max_tokens=self.planner_max_tokens, response_schema=PLANNER_SCHEMA)

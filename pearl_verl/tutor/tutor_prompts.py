@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pearl_verl.dialogue.episode import TUTOR, DialogueTurn, EpisodeRecord
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.tutor_contract import END_MARKER
-from pearl_verl.llm.types import Message
+from pearl_verl.llm.chat_types import Message
 
 TUTOR_INSTRUCTION = f"""You are a patient, encouraging Socratic math tutor talking with one student.
 Your goal is that the student solves the problem themselves and understands why the method works.

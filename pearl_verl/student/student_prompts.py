@@ -20,7 +20,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.knowledge.curriculum import Curriculum
 from pearl_verl.knowledge.decomposition import Decomposition
 from pearl_verl.knowledge.extract import parse_json_object
-from pearl_verl.llm.types import Message
+from pearl_verl.llm.chat_types import Message
 from pearl_verl.student.mastery import mastery_band
 from pearl_verl.student.offline_realiser import setup_of
 from pearl_verl.student.planner import Plan
