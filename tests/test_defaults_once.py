@@ -1,4 +1,4 @@
-"""Each number the method defaults to is written once (issue 54): in the dataclass of its config section.
+"""Each number the method defaults to is written once: in the dataclass of its config section.
 
 The sections are the estimator (``pearl.advantage``), the agent loop (``pearl.agent``), the student
 (``pearl.student``), the failure guard (``pearl.failure_guard``) and the judge (``reward.reward_kwargs``). A

@@ -47,7 +47,8 @@ GPU_MEMORY_GB: dict[str, float] = {"h200": 141.0, "h100": 80.0, "a100-80g": 80.0
 
 @dataclass(frozen=True)
 class RecipeSettings:
-    """What the plan reads from a recipe's verl overrides (``bash RECIPE --dry-run``).
+    """What the plan reads from the config a recipe composes to (:func:`settings_from_config`); a field's default
+    stands in only where that config has no such key (Megatron's actor has no Ulysses size).
 
     Attributes:
         nnodes: ``trainer.nnodes``.
@@ -60,7 +61,7 @@ class RecipeSettings:
         sequence_parallel: ``actor_rollout_ref.actor.ulysses_sequence_parallel_size``.
         rollout_tp: ``actor_rollout_ref.rollout.tensor_model_parallel_size``.
         rollout_gpu_memory_utilization: ``actor_rollout_ref.rollout.gpu_memory_utilization``.
-        engine: ``fsdp2`` or ``megatron`` (the plan models FSDP2's actor memory only).
+        engine: ``fsdp``, ``fsdp2`` or ``megatron`` (the plan models FSDP's actor memory only).
         max_tutor_turns: ``pearl.agent.max_tutor_turns``.
         max_tokens_per_turn: ``pearl.agent.max_tokens_per_turn`` (None: only the response budget).
         judge_samples: ``reward.reward_kwargs.samples`` (self-consistency judge calls per dialogue).
