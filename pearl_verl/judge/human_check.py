@@ -3,7 +3,8 @@
 ``judge-check``'s contrast pairs are ours; MRBench's labels are teachers' (docs/judge.md, "Against human
 teachers: MRBench"). This module judges every candidate response of the chosen conversations with the
 selected judge, one turn at a time (:mod:`pearl_verl.judge.one_turn`), hands the scores to the arithmetic
-of :mod:`pearl_verl.judge.human_agreement`, and prints and writes the report. The conversations measured
+of :mod:`pearl_verl.judge.human_agreement`, and builds the report (the command that prints and writes it is
+:mod:`pearl_verl.judge.human_check_cli`). The conversations measured
 are ``--splits`` (default the test split); the thresholds of the macro-F1 are always chosen on the train
 and val splits, which are judged too, and never on a measured split.
 """
