@@ -52,7 +52,6 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
         *([VLLM_CPU_PART] if rollout == "vllm" else ()),  # as the CPU recipe with ROLLOUT_NAME=vllm
         f"actor_rollout_ref.rollout.dtype={rollout_dtype}",
         f"+reward.reward_kwargs.backend={judge}",
-        "+ray_kwargs.ray_init.num_gpus=1",  # a logical GPU for Ray's placement (torch sees none)
         f"trainer.total_training_steps={steps}",
         "trainer.total_epochs=1000",  # the step count ends the run
         f"trainer.save_freq={save_freq}",
@@ -62,7 +61,6 @@ def rl_overrides(*, out: Path, policy: Path, data: Path, steps: int, save_freq: 
         "trainer.logger=['file']",
         "trainer.project_name=pearl_verl",
         "trainer.experiment_name=train-local",
-        "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']",
     ]
 
 

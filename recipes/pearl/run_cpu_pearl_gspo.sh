@@ -47,7 +47,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${PPO_MAX_TOKEN_LEN_PER_GPU:=$([[ $TUTOR == smollm2 ]] && echo 4096 || echo 16384)}"
 : "${ACTOR_LR:=1e-4}"
 : "${ROLLOUT_DTYPE:=float32}"
-: "${SEED:=42}"                          # data order, rollout sampling, mini-batch shuffling
+: "${SEED:=}"                            # data order, rollout sampling, mini-batch shuffles (empty: config/parts/cpu.yaml's)
 : "${SAVE_FREQ:=$STEPS}"                # the last step's checkpoint holds the weights the check compares
 : "${TEST_FREQ:=-1}"                    # validation (held-out val parquet) every N steps and at the last
 : "${VAL_BEFORE_TRAIN:=False}"
@@ -82,7 +82,6 @@ REWARD=(
 # logical GPUs and rollout precision.
 # shellcheck disable=SC2206  # RAY_NUM_CPUS, when set, is one word
 CPU=(
-    +ray_kwargs.ray_init.num_gpus=${NGPUS_PER_NODE}
     ${RAY_NUM_CPUS:+ray_kwargs.ray_init.num_cpus=${RAY_NUM_CPUS}}
     actor_rollout_ref.rollout.dtype=${ROLLOUT_DTYPE}
 )
@@ -98,15 +97,13 @@ case "$ROLLOUT_NAME" in
     export VLLM_CPU_KVCACHE_SPACE ;;
     *) echo "error: ROLLOUT_NAME=$ROLLOUT_NAME: this recipe runs hf or vllm" >&2; exit 2 ;;
 esac
+# shellcheck disable=SC2206  # SEED, when set, is one word
 RUN=(
     trainer.total_training_steps=${STEPS}
     trainer.val_before_train=${VAL_BEFORE_TRAIN}
-    data.seed=${SEED}
-    actor_rollout_ref.rollout.seed=${SEED}
-    actor_rollout_ref.actor.data_loader_seed=${SEED}
+    ${SEED:+data.seed=${SEED}}
     trainer.default_local_dir="$OUT_DIR/checkpoints"
     trainer.rollout_data_dir="$OUT_DIR/rollouts"
-    "actor_rollout_ref.actor.checkpoint.save_contents=['model','optimizer','extra','hf_model']"
 )
 export VERL_PLATFORM=cpu  # pearl_verl's CPU platform in the driver and every Ray worker
 COMMAND=(python3 -m pearl_verl.verl_plugin.main_ppo "${CONFIG[@]}"

@@ -354,7 +354,6 @@ def test_the_update_runs_in_micro_batches_that_fit_the_model(model, micro_batch,
                               group_size=group_size)
     ours = dict(o.split("=", 1) for o in algorithm_overrides(config))
     assert ours["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] == str(expected)
-    assert ours["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"] == str(expected)
     assert ours["actor_rollout_ref.actor.ppo_mini_batch_size"] == str(batch_problems)  # still one update a step
 
 

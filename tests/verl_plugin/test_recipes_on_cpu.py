@@ -263,6 +263,42 @@ def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_a
         "actor_rollout_ref.actor.clip_ratio_high"}
 
 
+DERIVED = {
+    "actor_rollout_ref.rollout.seed": "data.seed",
+    "actor_rollout_ref.actor.data_loader_seed": "data.seed",
+    "actor_rollout_ref.rollout.prompt_length": "data.max_prompt_length",
+    "actor_rollout_ref.rollout.response_length": "data.max_response_length",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "ray_kwargs.ray_init.num_gpus": "trainer.n_gpus_per_node",
+}
+"""A CPU run's verl settings that follow another one: interpolated in config/parts/cpu.yaml (or verl's own YAML)."""
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_a_cpu_runs_derived_settings_follow_their_source_and_neither_launcher_spells_them(tmp_path, seed):
+    """train-local and the CPU recipe write one seed, one micro-batch, one GPU count; the config does the rest, so
+    the two cannot drift apart on them, and every checkpoint keeps its Hugging Face export."""
+    from pearl_verl.train_local.local_config import LocalTrainConfig
+    from pearl_verl.train_local.runtime import compose_verl_config
+
+    local = _train_local_overrides(tmp_path, **({} if seed is None else {"seed": seed, "micro_batch": 2}))
+    env = {} if seed is None else {"SEED": str(seed), "NGPUS_PER_NODE": "2"}
+    recipe = RECIPES / "run_cpu_pearl_gspo.sh"
+    for run, overrides in (("train-local", local), ("cpu recipe", recipe_overrides(recipe, tmp_path, **env))):
+        keys = {o.split("=", 1)[0].lstrip("+") for o in overrides}
+        assert keys & {*DERIVED, "actor_rollout_ref.actor.checkpoint.save_contents"} == set(), run
+    local_cfg, recipe_cfg = compose_verl_config(local), recipe_config(recipe, tmp_path, **env)
+    keys = {*DERIVED, *DERIVED.values(), "actor_rollout_ref.actor.checkpoint.save_contents"}
+    local_values, recipe_values = ({key: OmegaConf.select(cfg, key) for key in keys} for cfg in (local_cfg, recipe_cfg))
+    for values in (local_values, recipe_values):
+        assert all(values[key] == values[source] for key, source in DERIVED.items())
+        assert "hf_model" in values["actor_rollout_ref.actor.checkpoint.save_contents"]
+    assert local_values["data.seed"] == (LocalTrainConfig().seed if seed is None else seed)
+    assert local_values["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"] == (16 if seed is None else 2)
+    assert (recipe_values["data.seed"], recipe_values["ray_kwargs.ray_init.num_gpus"]) == (
+        (42, 1) if seed is None else (seed, 2))
+
+
 def test_train_local_samples_training_and_held_out_dialogues_from_its_top_k(tmp_path):
     """The main job's tutor draws from the k most likely tokens when it trains and when it is evaluated (one policy
     measured as it was trained); 0 is verl's -1, all tokens."""
