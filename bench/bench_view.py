@@ -24,6 +24,7 @@ from pearl_verl.advantage.inputs import breakdown_from_inputs, inputs_from_rows
 from pearl_verl.data.location import data_dir
 from pearl_verl.data.problem_files import load_problems
 from pearl_verl.dialogue.episode_runner import EpisodeLimits
+from pearl_verl.dialogue.row import dialogue_row
 from pearl_verl.judge.batch import judgement_fields
 from pearl_verl.judge.judge_config import JudgeConfig, build_judge
 from pearl_verl.judge.reward_info import reward_info, reward_score
@@ -64,9 +65,9 @@ def train_rows(dialogues: list[tuple]) -> list[dict]:
         uids = [f"step{step}-{g}"] * len(group)
         breakdown = breakdown_from_inputs(inputs_from_rows(infos, settings), uids, settings)
         for k, (episode, result, info) in enumerate(group):
-            out.append({"step": step, "uid": uids[k], "episode": episode.to_dict(),
-                        "judge": judgement_fields(episode, result), "reward": reward_score(info),
-                        "shaped": breakdown.rewards[k].tolist(), "advantage": float(breakdown.advantages[k])})
+            out.append(dialogue_row("train", episode.to_dict(), judgement_fields(episode, result), reward_score(info),
+                                    step=step, uid=uids[k], shaped=breakdown.rewards[k].tolist(),
+                                    advantage=float(breakdown.advantages[k])))
     return out
 
 

@@ -44,6 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pearl_verl.train_local.train_cli",
     "pearl_verl.plan.plan_cli",
     "pearl_verl.view.view_cli",
+    "pearl_verl.view.convert_cli",
 )
 
 

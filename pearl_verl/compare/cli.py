@@ -35,6 +35,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.listen import http_url, is_loopback, listening_socket
 from pearl_verl.out_paths import output_dir, output_file
 from pearl_verl.ranges import PORT, POSITIVE, SEED
+from pearl_verl.row_kinds import stamped
 from pearl_verl.write_whole import write_whole
 
 DEFAULT_DB_URL = "sqlite:///compare.db"
@@ -219,7 +220,8 @@ def run_report(args: argparse.Namespace) -> int:
     if args.out is not None:
         write_whole(args.out / "compare_report.md", markdown + "\n")
         write_whole(args.out / "compare_summary.json", json.dumps(summary, indent=1))
-        write_whole(args.out / "votes.jsonl", (json.dumps(vote.to_dict(), ensure_ascii=False) + "\n" for vote in votes))
+        write_whole(args.out / "votes.jsonl", (json.dumps(stamped("vote", vote.to_dict()), ensure_ascii=False) + "\n"
+                                                    for vote in votes))
         print(
             f"wrote {args.out / 'compare_report.md'}, {args.out / 'compare_summary.json'}, {args.out / 'votes.jsonl'}"
         )
@@ -230,7 +232,8 @@ def run_report(args: argparse.Namespace) -> int:
                 f"no vote can be exported for eval-rm (left out: {dict(skipped)}); it needs decided votes on pairs "
                 "with a margin bucket (build pairs from a judged eval-tutor run)."
             )
-        write_whole(args.export, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+        write_whole(args.export, (json.dumps(stamped("preference_pair", row), ensure_ascii=False) + "\n"
+                                  for row in rows))
         left_out = ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"
         print(f"{args.export}: {len(rows)} preference pairs for eval-rm (left out: {left_out})")
     return 0

@@ -29,6 +29,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.eval.rm import MARGINS
 from pearl_verl.jsonl import read_unique_records
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS
+from pearl_verl.row_kinds import stamped
 from pearl_verl.write_whole import write_whole
 
 """Dialogues cut short by a backend failure say nothing about the tutor; they are never paired."""
@@ -232,7 +233,8 @@ def _pair(
 
 def write_pairs(path: Path, pairs: Sequence[ComparisonPair]) -> None:
     """Write pairs as JSONL (atomically: a kill never leaves half a file)."""
-    write_whole(path, (json.dumps(pair.to_dict(), ensure_ascii=False) + "\n" for pair in pairs))
+    write_whole(path, (json.dumps(stamped("comparison_pair", pair.to_dict()), ensure_ascii=False) + "\n"
+                       for pair in pairs))
 
 
 def read_pairs(path: Path) -> list[ComparisonPair]:

@@ -2,20 +2,21 @@
 
 ::
 
-    {"episode": EpisodeRecord.to_dict() | null,    # null: the dialogue failed before it began
+    {"row_kind": "train" | "heldout" | "eval" | "dialogue", "row_version": 1,   # pearl_verl.row_kinds
+     "episode": EpisodeRecord.to_dict() | null,    # null: the dialogue failed before it began
      "judge": {8 dimensions, judge_ok, ...} | null, # the judge's fields (reward_info), null: not judged
      "reward": float | null,                       # the mean of the dimensions where the judge scored it
      ... and what its producer knows of it:
-     "step", "uid", "shaped", "advantage"                          # a training dialogue
-     "step", "phase", "slot", "uid"                                # a held-out one (slot: eval seed, problem, member)
-     "id", "tutor", "simulator", "item_id", "seed", "error", ...   # an evaluated tutor's}
+     "step", "uid", "shaped", "advantage"                          # train
+     "step", "phase", "slot", "uid" (or "problem", "member")       # heldout (slot: eval seed, problem, member)
+     "id", "tutor", "simulator", "item_id", "seed", "error", ...   # eval}
 
 Producers: verl's trainer through ``pearl_sync`` (``<step>.pearl.jsonl`` beside its rollout and validation
 dumps), ``train-local`` (``dialogues/step_NNNN.jsonl``, ``heldout.jsonl``) and ``eval-tutor``
-(``results.jsonl``); ``pearl-verl judge`` reads ``{"id", "episode"}`` rows. Which of these a row is
-follows from the fields it has (:func:`row_kind`). Two files are not dialogue rows: ``simulate``'s
-(one line per student turn, the unit its statistics count) and the judge's output (one line per
-judgement, joined to its dialogue by id).
+(``results.jsonl``); ``pearl-verl judge`` reads ``{"id", "episode"}`` rows. Each row says which of these
+it is (:mod:`pearl_verl.row_kinds`). Two files are not dialogue rows: ``simulate``'s (one line per
+student turn, the unit its statistics count) and the judge's output (one line per judgement, joined to
+its dialogue by id).
 """
 
 from __future__ import annotations
@@ -23,22 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-KINDS = ("train", "heldout", "eval", "dialogues")
-"""What a dialogue row is: a training dialogue, a held-out one, an evaluated tutor's, or a bare dialogue."""
+from pearl_verl.row_kinds import DIALOGUE_KINDS, stamped
 
 
-def dialogue_row(episode: Mapping[str, Any] | None, judge: Mapping[str, Any] | None, reward: float | None,
-                 **known: Any) -> dict[str, Any]:
-    """A dialogue row: the episode, its judgement and reward, and ``known`` (the fields its producer adds)."""
-    return {"episode": episode, "judge": judge, "reward": reward, **known}
-
-
-def row_kind(row: Mapping[str, Any]) -> str:
-    """One of :data:`KINDS`, from the fields the row has."""
-    if "advantage" in row:
-        return "train"
-    if "slot" in row or "member" in row:
-        return "heldout"
-    if "tutor" in row:
-        return "eval"
-    return "dialogues"
+def dialogue_row(kind: str, episode: Mapping[str, Any] | None, judge: Mapping[str, Any] | None,
+                 reward: float | None, **known: Any) -> dict[str, Any]:
+    """A dialogue row of ``kind`` (one of :data:`~pearl_verl.row_kinds.DIALOGUE_KINDS`): the episode, its
+    judgement and reward, and ``known`` (the fields its producer adds)."""
+    if kind not in DIALOGUE_KINDS:
+        raise KeyError(f"{kind!r} is not a dialogue row's kind ({', '.join(DIALOGUE_KINDS)})")
+    return stamped(kind, {"episode": episode, "judge": judge, "reward": reward, **known})

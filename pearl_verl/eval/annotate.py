@@ -30,6 +30,7 @@ from pearl_verl.dialogue.episode import STUDENT, EpisodeRecord
 from pearl_verl.dialogue.student_contract import ATTEMPT_OUTCOMES
 from pearl_verl.errors import InputError
 from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, Message, SamplingConfig
+from pearl_verl.row_kinds import stamped
 from pearl_verl.student.diversity import LabelledTurn
 from pearl_verl.student.taxonomy import ATTEMPT_DEFINITIONS, BEHAVIOURS, taxonomy_table
 
@@ -208,7 +209,7 @@ class LLMAnnotator:
 
 def annotation_row(key: str, meta: dict[str, Any], annotation: Annotation) -> dict[str, Any]:
     """The JSONL line of one annotated dialogue."""
-    return {
+    return stamped("annotation", {
         "id": key,
         **meta,
         "source": annotation.source,
@@ -216,7 +217,7 @@ def annotation_row(key: str, meta: dict[str, Any], annotation: Annotation) -> di
         "turns": [{"attempt": t.attempt, "labels": sorted(t.labels)} for t in annotation.turns],
         "error": annotation.error,
         "attempts": annotation.attempts,
-    }
+    })
 
 
 def turns_of(row: dict[str, Any]) -> list[LabelledTurn]:

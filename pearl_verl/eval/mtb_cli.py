@@ -27,6 +27,7 @@ from pearl_verl.jsonl import json_line, read_text
 from pearl_verl.llm.cli_flags import add_endpoint_flags, endpoint_config
 from pearl_verl.out_paths import output_dir
 from pearl_verl.ranges import POSITIVE, Range
+from pearl_verl.row_kinds import stamped
 from pearl_verl.write_whole import write_whole
 
 
@@ -152,7 +153,7 @@ async def _generate(todo, existing, backend, rm, prompt, output: Path, concurren
 
         async def one(example) -> None:
             previous = existing.get(example.id)
-            row = {
+            row = stamped("mtb_generation", {
                 "id": example.id,
                 "task": example.task,
                 "index": example.index,
@@ -162,7 +163,7 @@ async def _generate(todo, existing, backend, rm, prompt, output: Path, concurren
                 "error": None,
                 "win": None,
                 "rm_scores": None,
-            }
+            })
             async with semaphore:
                 if previous is not None and previous["ok"]:
                     row.update(response=previous["response"], ok=True)

@@ -37,6 +37,7 @@ from pearl_verl.jsonl import read_unique_records
 from pearl_verl.judge.judge_contract import TutoringJudge
 from pearl_verl.judge.reward_info import reward_info, reward_score
 from pearl_verl.llm.chat_types import ChatBackend, LLMCallError, Message, SamplingConfig
+from pearl_verl.row_kinds import stamped
 from pearl_verl.stats import Estimate, wilson_ci
 
 logger = logging.getLogger(__name__)
@@ -241,7 +242,7 @@ def _parse_side(text: str) -> str | None:
 
 def verdict_row(pair: PreferencePair, verdict: PairVerdict, label: str) -> dict[str, Any]:
     """The JSONL line of one compared pair."""
-    return {
+    return stamped("rm_verdict", {
         "id": pair.id,
         "reward_model": label,
         "margin": pair.margin,
@@ -252,7 +253,7 @@ def verdict_row(pair: PreferencePair, verdict: PairVerdict, label: str) -> dict[
         "score_a": verdict.score_a,
         "score_b": verdict.score_b,
         "error": verdict.error,
-    }
+    })
 
 
 def agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

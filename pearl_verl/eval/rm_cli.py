@@ -33,6 +33,7 @@ from pearl_verl.jsonl import json_line, read_text
 from pearl_verl.llm.cli_flags import CONNECTION_FLAGS, add_endpoint_flags, endpoint_config
 from pearl_verl.out_paths import output_dir, output_file
 from pearl_verl.ranges import POSITIVE, SEED
+from pearl_verl.row_kinds import stamped
 from pearl_verl.write_whole import write_whole
 
 MTB_STYLE_SYSTEM_PROMPT = (
@@ -96,7 +97,8 @@ def _make_pairs(args: argparse.Namespace) -> int:
         raise InputError("--make-pairs needs --pair-tutors TUTOR_A,TUTOR_B and --pairs-out FILE.")
     margins = parse_margins(args.margins)
     pairs = pairs_from_results(list(read_tutor_results(args.make_pairs).values()), tutors[0], tutors[1], margins)
-    write_whole(args.pairs_out, (json_line(pair.to_dict(), ensure_ascii=False) for pair in pairs))
+    write_whole(args.pairs_out, (json_line(stamped("preference_pair", pair.to_dict()), ensure_ascii=False)
+                                 for pair in pairs))
     counts = {m: sum(p.margin == m for p in pairs) for m in ("low", "medium", "high")}
     print(f"{args.pairs_out}: {len(pairs)} pairs ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     return 0

@@ -38,6 +38,7 @@ from pearl_verl.eval.protocol import EvalItem
 from pearl_verl.jsonl import drop_cut_tail, input_file, json_line, read_appended
 from pearl_verl.judge.judge_contract import JudgeResult, TutoringJudge
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, not_judged_reason, reward_info, should_judge
+from pearl_verl.row_kinds import stamped
 from pearl_verl.tutor.policy import counting_cut_replies
 
 logger = logging.getLogger(__name__)
@@ -220,7 +221,7 @@ async def _run_job(
     job: Job, tutor: TutorPolicy, simulator: StudentSimulator, judge: TutoringJudge | None, limits: EpisodeLimits
 ) -> dict[str, Any]:
     start = time.perf_counter()
-    row: dict[str, Any] = {
+    row: dict[str, Any] = stamped("eval", {
         "id": job.id,
         "tutor": job.tutor,
         "simulator": job.simulator,
@@ -229,7 +230,7 @@ async def _run_job(
         "episode": None,
         "error": None,
         "judge": None,
-    }
+    })
     item = job.item
     try:
         opening = simulator.opening(item.problem, item.condition)

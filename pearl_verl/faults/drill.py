@@ -55,6 +55,7 @@ from pearl_verl.judge.batch import BatchSummary, judge_file
 from pearl_verl.judge.judge_config import JudgeConfig, build_judge
 from pearl_verl.llm.chat_types import EndpointConfig
 from pearl_verl.llm.client import OpenAIChatClient
+from pearl_verl.row_kinds import stamped
 from pearl_verl.student.factory import build_simulator
 from pearl_verl.student.student_config import StudentConfig
 from pearl_verl.tutor.scripted import ScriptedSocraticTutor
@@ -291,7 +292,7 @@ async def _rollout(config: DrillConfig, base_url: str, out_path: Path) -> tuple[
                     record = await run_episode(
                         problem, condition, session, opening, policy_step(tutor, problem), limits
                     )
-            out.write(json_line({"id": spec.id, "group": spec.group, "episode": record.to_dict()}))
+            out.write(json_line(stamped("dialogue", {"id": spec.id, "group": spec.group, "episode": record.to_dict()})))
             out.flush()
             return DrillEpisode(spec.id, spec.group, record)
 

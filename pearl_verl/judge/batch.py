@@ -31,6 +31,7 @@ from pearl_verl.errors import InputError, located
 from pearl_verl.jsonl import drop_cut_tail, input_file, json_line, parse_line, read_appended
 from pearl_verl.judge.judge_contract import JudgeResult, TutoringJudge
 from pearl_verl.judge.reward_info import not_judged_reason, reward_info, should_judge
+from pearl_verl.row_kinds import stamped
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +163,8 @@ def _parse_line(number: int, raw: bytes) -> _Item:
 def result_row(item: _Item, result: JudgeResult | None, with_criteria: bool) -> dict[str, Any]:
     """The output line of one item."""
     error = (item.error or not_judged_reason(item.episode)) if result is None else result.error
-    return {"id": item.id, "line": item.line, **judgement_fields(item.episode, result, with_criteria, error)}
+    return stamped("judgement", {"id": item.id, "line": item.line,
+                                 **judgement_fields(item.episode, result, with_criteria, error)})
 
 
 def judgement_fields(

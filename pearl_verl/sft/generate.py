@@ -39,6 +39,7 @@ from pearl_verl.jsonl import end_with_newline, json_line
 from pearl_verl.judge.judge_contract import TutoringJudge
 from pearl_verl.judge.reward_info import FAILED_EPISODE_REASONS, reward_info, should_judge
 from pearl_verl.llm.chat_types import LLMCallError
+from pearl_verl.row_kinds import stamped
 from pearl_verl.sft.dataset import read_records
 
 logger = logging.getLogger(__name__)
@@ -228,10 +229,10 @@ async def _produce(
         episode = await run_job(job, simulator, tutor, limits)
         stats.generated += 1
         stats.backend_failures += int(episode.end_reason in FAILED_EPISODE_REASONS)
-    return {
+    return stamped("dialogue", {
         "id": job.id,
         "sample": job.sample_index,
         "episode": episode.to_dict(),
         "judge": await judge_fields(judge, episode),
-    }
+    })
 

@@ -20,6 +20,7 @@ from pearl_verl.dialogue.problem import SimulationItem
 from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, CognitiveProfile, StudentCondition, StudentSimulator
 from pearl_verl.dialogue.tutor_contract import TutorPolicy
 from pearl_verl.errors import InputError
+from pearl_verl.row_kinds import stamped
 from pearl_verl.student.diversity import LabelledTurn
 
 ABILITY_CHOICES: tuple[str, ...] = (*ABILITY_LEVELS, "mixed", "all")
@@ -108,7 +109,7 @@ def _turn_rows(episode: EpisodeRecord, dialogue: int) -> Iterator[dict[str, Any]
     student_turns = [i for i, t in enumerate(episode.turns) if t.role == STUDENT]
     for state, position in zip(episode.student_trace, student_turns):
         previous = episode.turns[position - 1] if position > 0 and episode.turns[position - 1].role == TUTOR else None
-        yield {
+        yield stamped("student_turn", {
             "dialogue": dialogue,
             "problem_id": episode.problem.problem_id,
             "turn": state.turn,
@@ -125,7 +126,7 @@ def _turn_rows(episode: EpisodeRecord, dialogue: int) -> Iterator[dict[str, Any]
             "plan_source": state.plan_source,
             "reply_source": state.reply_source,
             "end_reason": episode.end_reason,
-        }
+        })
 
 
 HELP_OR_CONFUSION = frozenset({"help_seeking", "uncertainty"})

@@ -24,7 +24,9 @@ from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.dialogue.legible import context_words, well_formed
 from pearl_verl.dialogue.row import dialogue_row
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.errors import located
 from pearl_verl.judge.features import asks_to_recheck, extract_features, praises
+from pearl_verl.row_kinds import RowKindError, kind_of
 from pearl_verl.stats import mean_ci
 from pearl_verl.train_local.run_outputs import append_metrics, read_metrics
 from pearl_verl.write_whole import write_whole
@@ -84,10 +86,9 @@ class HeldOut:
         dims: per dimension, the score per dialogue (None where the judge failed).
         observed: per observable, its value per dialogue.
         episodes: the dialogues.
-        judgements: per dialogue, the judge's fields (for ``pearl-verl view``); in files written before the
-            evaluation ran in verl's validation, the judgement as ``pearl-verl judge`` writes it.
-        slots: per dialogue, ``[eval seed, problem, group member]``: what pairs two evaluations (empty in files
-            written before: they pair by position).
+        judgements: per dialogue, the judge's fields (for ``pearl-verl view``).
+        slots: per dialogue, ``[eval seed, problem, group member]``: what pairs two evaluations (empty: by
+            position, as :func:`append_heldout` then numbers them).
     """
 
     step: int
@@ -213,25 +214,30 @@ def append_heldout(path: Path, held: HeldOut, phase: str) -> None:
                                      for i, r in enumerate(held.rewards)]
     slots = held.slots or [[i // size, i % size, 0] for i in range(len(held.rewards))]  # positional, as seed_means
     for episode, judge, reward, slot in zip(held.episodes, judgements, held.rewards, slots, strict=True):
-        append_metrics(path, dialogue_row(episode.to_dict(), judge, reward, step=held.step, phase=phase, slot=slot,
-                                          seeds=held.seeds))
+        append_metrics(path, dialogue_row("heldout", episode.to_dict(), judge, reward, step=held.step, phase=phase,
+                                          slot=slot, seeds=held.seeds))
 
 
 def read_heldout(path: Path) -> list[tuple[str, HeldOut]]:
     """Every evaluation logged so far, in order, with its phase (``initial``, ``cold_start``, ``train``).
 
-    Reads the files written before 2026-11-28 too, one evaluation a line (``episodes``, ``rewards``, ``dims``).
+    Raises:
+        InputError: for a row that is not a held-out dialogue row of this version (a file written before rows
+            carried their kind: ``pearl-verl convert-rows`` rewrites it).
     """
     evaluations: list[tuple[str, HeldOut]] = []
     rows: list[dict[str, Any]] = []
-    for row in [*read_metrics(path), None]:
-        if rows and (row is None or "episodes" in row or (row["phase"], row["step"]) != (rows[0]["phase"], rows[0]["step"])):
+    for number, row in enumerate([*read_metrics(path), None], start=1):
+        if row is not None:
+            try:
+                kind = kind_of(row)
+            except RowKindError as exc:
+                raise located(path, number, str(exc)) from None
+            if kind != "heldout":
+                raise located(path, number, f"a {kind} row, not a held-out dialogue row.")
+        if rows and (row is None or (row["phase"], row["step"]) != (rows[0]["phase"], rows[0]["step"])):
             evaluations.append((rows[0]["phase"], HeldOut.from_rows(rows[0]["step"], rows[0]["seeds"], rows)))
             rows = []
-        if row is not None and "episodes" in row:
-            evaluations.append((row["phase"], HeldOut(row["step"], row["seeds"], row["rewards"], row["dims"], row["observed"],
-                                                      [EpisodeRecord.from_dict(e) for e in row["episodes"]],
-                                                      row.get("judgements", []), row.get("slots", []))))
-        elif row is not None:
+        if row is not None:
             rows.append(row)
     return evaluations

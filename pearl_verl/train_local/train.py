@@ -35,6 +35,7 @@ from pearl_verl.data.sources import FIXTURE_ALIAS, load_source
 from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.models.prepare import prepare_model
+from pearl_verl.row_kinds import stamped
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.local_config import LOCAL_PROBLEMS, LocalTrainConfig
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
@@ -263,8 +264,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     if start:
         rows = [row for row in read_metrics(metrics_path) if row["step"] <= start]
         _rewrite(metrics_path, rows)  # steps logged after the checkpoint run again
-        # and the dialogues of an evaluation without its row (a stop between the two) are recorded again with it;
-        # the row is a "heldout" one, or before 2026-11-28 the evaluated step's own
+        # and the dialogues of an evaluation without its row (a stop between the two) are recorded again with it
         evaluated = {row["step"] for row in rows if "eval/reward/mean" in row}
         _rewrite(heldout_path, [row for row in read_metrics(heldout_path) if row["step"] in evaluated])
     else:
@@ -275,6 +275,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
     progress = tqdm(total=config.steps, initial=start, desc="train-local", unit="step", file=progress_file)
 
     def record(row: dict[str, Any]) -> None:
+        row = stamped("metrics", row)
         append_metrics(metrics_path, row)
         rows.append(row)
 

@@ -33,20 +33,21 @@ def dump_rows(step: int, uids: Sequence[str], extras: Sequence[Any], advantages:
     """One row per dialogue (the final row of each session; ``uids`` etc. already restricted to those)."""
     infos = [dict(reward_info_of(extra)) for extra in extras]
     shaped = shaped_rewards(infos, list(uids), settings)
-    return [{**_judged(step, uid, extra, info), "shaped": shaped[k], "advantage": float(advantages[k])}
+    return [{**_judged("train", step, uid, extra, info), "shaped": shaped[k], "advantage": float(advantages[k])}
             for k, (uid, extra, info) in enumerate(zip(uids, extras, infos, strict=True))]
 
 
 def validation_rows(step: int, uids: Sequence[str], extras: Sequence[Any], problems: Sequence[int],
                     members: Sequence[int]) -> list[dict[str, Any]]:
     """One row per validation dialogue, with its problem (the row's ``extra_info.index``) and group member."""
-    return [{**_judged(step, uid, extra, dict(reward_info_of(extra))), "problem": int(problem), "member": int(member)}
+    return [{**_judged("heldout", step, uid, extra, dict(reward_info_of(extra))), "problem": int(problem),
+             "member": int(member)}
             for uid, extra, problem, member in zip(uids, extras, problems, members, strict=True)]
 
 
-def _judged(step: int, uid: str, extra: Any, info: dict[str, Any]) -> dict[str, Any]:
+def _judged(kind: str, step: int, uid: str, extra: Any, info: dict[str, Any]) -> dict[str, Any]:
     episode = extra.get(EPISODE_KEY) if isinstance(extra, Mapping) else None
-    return dialogue_row(_bounded(episode) if isinstance(episode, Mapping) else None, info,
+    return dialogue_row(kind, _bounded(episode) if isinstance(episode, Mapping) else None, info,
                         reward_score(info) if info.get("judge_ok") else None, step=step, uid=str(uid))
 
 

@@ -1,12 +1,13 @@
 """Every dialogue source of the project, read into one record shape for ``pearl-verl view``.
 
-Sources: dialogue rows (:mod:`pearl_verl.dialogue.row`: a ``train-local`` folder's ``dialogues/step_NNNN.jsonl``
-and ``heldout.jsonl``, ``pearl_sync``'s ``<step>.pearl.jsonl`` dumps, an ``eval-tutor`` run's ``results.jsonl``,
-``pearl-verl judge``'s input), ``pearl-verl judge`` output (joined by ``id`` with the dialogues it judged, when
-given too), ``pearl-verl simulate`` output (one row per student turn), verl's own dumps (decoded prompt and
-response, score, uid) and two older formats (a ``heldout.jsonl`` of one evaluation a line, bare
-``EpisodeRecord`` lines). A record is a plain dict (see :func:`record`); a reviewer's flags are computed
-here, once.
+Each row says what it is (``row_kind``, :mod:`pearl_verl.row_kinds`) and is read by that: dialogue rows
+(:mod:`pearl_verl.dialogue.row`: a ``train-local`` folder's ``dialogues/step_NNNN.jsonl`` and
+``heldout.jsonl``, ``pearl_sync``'s ``<step>.pearl.jsonl`` dumps, an ``eval-tutor`` run's ``results.jsonl``,
+gen-sft's records), ``pearl-verl judge`` output (joined by ``id`` with the dialogues it judged, when given
+too) and ``pearl-verl simulate`` output (one row per student turn). verl's own dumps (decoded prompt and
+response, score, uid) carry no kind and are read by verl's fields. Rows pearl_verl wrote before rows
+carried their kind are not guessed at here: ``pearl-verl convert-rows`` rewrites them. A record is a
+plain dict (see :func:`record`); a reviewer's flags are computed here, once.
 
 The viewer shows what it can: a long training run's folder may hold a line cut short by a kill or
 a row of an older format, and one such row must not cost the reader the page. A line that is not
@@ -28,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.dialogue.row import row_kind
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
 from pearl_verl.jsonl import TOO_DEEP, read_objects
+from pearl_verl.row_kinds import KIND_FIELD, RowKindError, kind_of
 
 logger = logging.getLogger(__name__)
 
@@ -352,14 +353,15 @@ def read_sources(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 def read_dialogues(paths: Iterable[str | Path]) -> Reading:
-    """Every dialogue of ``paths`` (folders or JSONL files of any supported kind), judgements joined by id.
+    """Every dialogue of ``paths`` (folders or JSONL files of rows), judgements joined by id.
 
-    A dialogue read later replaces an earlier one of the same id. A row that cannot be shown is
-    skipped and named in :attr:`Reading.skipped` (see the module's docstring).
+    Each row is read by its ``row_kind`` (:mod:`pearl_verl.row_kinds`); verl's own rollout dumps, which
+    carry none, by verl's fields. A dialogue read later replaces an earlier one of the same id. A row
+    that cannot be shown is skipped and named in :attr:`Reading.skipped` (see the module's docstring).
 
     Raises:
-        InputError: for a path that does not exist, a file of no supported kind (naming its keys),
-            or a file none of whose lines can be read.
+        InputError: for a path that does not exist, or a file none of whose lines is a row this version
+            reads (rows written before rows carried their kind: the message names ``convert-rows``).
     """
     import sys
 
@@ -371,76 +373,86 @@ def read_dialogues(paths: Iterable[str | Path]) -> Reading:
     with tqdm(desc="view", unit=" dialogues", disable=None, file=sys.stderr) as bar:
         for path in map(Path, paths):
             if path.is_dir():
-                found = _read_folder(path, skipped)
+                files = _folder_files(path)
             elif path.is_file():
-                kind, rows = _sniff(path, skipped)
-                if kind == "judgements":
-                    judgements.update(_judgement_rows(rows, path, skipped))
-                    continue
-                found = READERS[kind](rows, path, skipped)
+                files = [(path, True)]
             else:
                 raise InputError(f"{path} does not exist.")
-            for rec in found:
-                records.append(rec)
-                bar.update()
+            for file, required in files:
+                try:
+                    by_kind = _rows_by_kind(file, skipped)
+                except InputError as exc:
+                    if required:
+                        raise
+                    skipped.append(str(exc))  # one empty or cut-off dump of a folder of them: noted, not fatal
+                    continue
+                judgements.update(_judgement_rows(by_kind.pop("judgement", []), file, skipped))
+                for kind, rows in by_kind.items():
+                    for rec in READERS[kind](rows, file, skipped):
+                        records.append(rec)
+                        bar.update()
     return Reading(_join(records, judgements), skipped)
 
 
 Rows = list[tuple[int, dict[str, Any]]]
 """A file's object lines: (1-based line number, object)."""
 
-
-def _read_folder(folder: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
-    steps = sorted((folder / "dialogues").glob("step_*.jsonl"))
-    found = False
-    for path in steps:
-        found = True
-        yield from _dialogue_rows(_jsonl(path, skipped), path, skipped)
-    held = folder / "heldout.jsonl"
-    if held.is_file():
-        found = True
-        rows = _jsonl(held, skipped)  # a resumed run's file can hold older evaluations, one a line, before rows
-        yield from _heldout_rows([row for row in rows if "episodes" in row[1]], held, skipped)
-        yield from _dialogue_rows([row for row in rows if "episodes" not in row[1]], held, skipped)
-    if (folder / "results.jsonl").is_file():
-        found = True
-        yield from _dialogue_rows(_jsonl(folder / "results.jsonl", skipped), folder / "results.jsonl", skipped)
-    if not found:  # a verl rollout dump: pearl_sync's <step>.pearl.jsonl where written, else verl's own files
-        verl = sorted(folder.glob("*.pearl.jsonl")) or sorted(folder.glob("*.jsonl"))
-        if not verl:
-            raise InputError(f"{folder} holds no dialogues (dialogues/step_*.jsonl, heldout.jsonl, results.jsonl "
-                             "or a verl rollout dump of <step>.jsonl files).")
-        for path in verl:
-            try:
-                kind, rows = _sniff(path, skipped)
-            except InputError as exc:  # one empty or cut-off dump file of a folder of them: noted, not fatal
-                skipped.append(str(exc))
-                continue
-            if kind == "judgements":
-                continue  # not a rollout file: judgements are joined only when given by name
-            yield from READERS[kind](rows, path, skipped)
+VERL_DUMP_FIELDS = frozenset({"input", "output", "score"})
+"""What every row of verl's own rollout and validation dumps has (verl writes no kind: its format is not ours)."""
 
 
-def _jsonl(path: Path, skipped: list[str]) -> Rows:
-    """The object lines of ``path``; a line that is not one (cut by a kill, too deep) is noted and skipped."""
-    return list(read_objects(path, "dialogue file", on_bad=lambda error: skipped.append(str(error))))
+def _folder_files(folder: Path) -> list[tuple[Path, bool]]:
+    """The files of dialogues in ``folder`` by their names, each with whether it must hold rows this version reads:
+    a train-local or eval-tutor folder's, else a verl rollout dump (pearl_sync's ``<step>.pearl.jsonl`` where
+    written, else verl's own files) of which an empty or cut-off file is noted and passed over."""
+    ours = [*sorted((folder / "dialogues").glob("step_*.jsonl")),
+            *(path for path in (folder / "heldout.jsonl", folder / "results.jsonl") if path.is_file())]
+    if ours:
+        return [(path, True) for path in ours]
+    dumps = sorted(folder.glob("*.pearl.jsonl")) or sorted(folder.glob("*.jsonl"))
+    if not dumps:
+        raise InputError(f"{folder} holds no dialogues (dialogues/step_*.jsonl, heldout.jsonl, results.jsonl "
+                         "or a verl rollout dump of <step>.jsonl files).")
+    return [(path, False) for path in dumps]
 
 
-def _sniff(path: Path, skipped: list[str]) -> tuple[str, Rows]:
+def _rows_by_kind(path: Path, skipped: list[str]) -> dict[str, Rows]:
+    """The rows of ``path`` by kind; a row of no kind this version reads is skipped and named.
+
+    Raises:
+        InputError: when no line of the file is a row this version reads.
+    """
     before = len(skipped)
-    rows = _jsonl(path, skipped)
+    rows = list(read_objects(path, "dialogue file", on_bad=lambda error: skipped.append(str(error))))
     if not rows and len(skipped) > before:  # nothing readable: one error, not a page of nothing
         del skipped[before + 1:]
         raise InputError(f"{skipped.pop()} (and no line of the file is a readable row).")
     if not rows:
         raise InputError(f"{path} is empty.")
-    keys = set(rows[0][1])
-    for kind, needed in SIGNATURES:
-        if needed <= keys:
-            return kind, rows
-    shown = ", ".join(_short(k) for k in sorted(keys)[:12]) + (", ..." if len(keys) > 12 else "")
-    raise InputError(f"{path}: rows with keys [{shown}] are of no kind pearl-verl view reads "
-                     "(train-local, eval-tutor, judge input or output, simulate, dialogue or verl rollout files).")
+    by_kind: dict[str, Rows] = defaultdict(list)
+    refused: list[str] = []
+    for line, row in rows:
+        if KIND_FIELD not in row and VERL_DUMP_FIELDS <= row.keys():
+            by_kind["verl"].append((line, row))
+            continue
+        try:
+            kind = kind_of(row)
+        except RowKindError as exc:
+            refused.append(f"{path}:{line}: {exc}")
+            continue
+        if kind in READERS or kind == "judgement":
+            by_kind[kind].append((line, row))
+        else:
+            refused.append(f"{path}:{line}: a {kind} row, not a dialogue, a judgement or a student turn.")
+    if not by_kind and all(KIND_FIELD not in row for _, row in rows):
+        shown = ", ".join(_short(k) for k in sorted(rows[0][1])[:12]) + (", ..." if len(rows[0][1]) > 12 else "")
+        raise InputError(f"{path}: no row says what it is (row_kind; the first has keys [{shown}]): `pearl-verl "
+                         "convert-rows` converts rows pearl_verl wrote before rows carried their kind (this file, or "
+                         "the run's folder).")
+    if not by_kind:
+        raise InputError(f"{refused[0]} (no line of the file is a row pearl-verl view reads)")
+    skipped.extend(refused)
+    return by_kind
 
 
 def _each(
@@ -483,58 +495,34 @@ def _step(row: Mapping[str, Any], path: Path, issues: list[str]) -> int | None:
 
 
 def _dialogue_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
-    """Dialogue rows of any kind (:func:`pearl_verl.dialogue.row.row_kind`); a row without its episode is skipped."""
+    """Dialogue rows (:mod:`pearl_verl.dialogue.row`) by their kind; a row without its episode is skipped."""
     def make(line: int, row: dict[str, Any], i: int) -> list[dict[str, Any]]:
         if "episode" not in row:
             raise KeyError("episode")  # what a dialogue row cannot be shown without: skipped and named
-        kind, issues = row_kind(row), []
+        kind, issues = row[KIND_FIELD], []
         if kind == "eval" and not row["episode"]:
             return []  # the dialogue failed before it began: its error is in the tables
         step = _step(row, path, issues) if kind in ("train", "heldout") else None
         at = path.stem if step is None else step
         slot = _slot(row) if kind == "heldout" else None
         name = {"train": f"train:{at}:{i}", "heldout": f"heldout:{at}:{slot}"}.get(kind)
-        return [record(id=str(row.get("id", name or f"{path.stem}:{i + 1}")), source=kind, episode=row["episode"],
-                       step=step, group=row.get("uid") if kind == "train" else None, judge=row.get("judge"),
-                       reward=row.get("reward"), shaped=row.get("shaped"), advantage=row.get("advantage"),
-                       tutor=row.get("tutor"), slot=None if slot is None else f"heldout:{slot}", issues=issues)]
+        return [record(id=str(row.get("id", name or f"{path.stem}:{i + 1}")), source=SOURCES[kind],
+                       episode=row["episode"], step=step, group=row.get("uid") if kind == "train" else None,
+                       judge=row.get("judge"), reward=row.get("reward"), shaped=row.get("shaped"),
+                       advantage=row.get("advantage"), tutor=row.get("tutor"),
+                       slot=None if slot is None else f"heldout:{slot}", issues=issues)]
 
     return _each(rows, path, skipped, make)
 
 
-def _episode_lines(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
-    """Bare ``EpisodeRecord`` lines (what ``pearl-verl judge`` read before its ``{"id", "episode"}`` rows)."""
-    return _each(rows, path, skipped,
-                 lambda line, row, i: [record(id=str(row.get("id", f"{path.stem}:{i + 1}")), source="dialogues",
-                                              episode=row)])
+SOURCES = {"train": "train", "heldout": "heldout", "eval": "eval", "dialogue": "dialogues"}
+"""A dialogue row's kind -> the record's source, as the page names it."""
 
 
 def _slot(row: Mapping[str, Any]) -> str:
     """A held-out dialogue's place at every evaluation: eval seed, problem, member (a dump's problem and member)."""
     parts = row["slot"] if "slot" in row else [row["problem"], row["member"]]
     return "-".join(map(str, parts))
-
-
-def _heldout_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
-    """A ``heldout.jsonl`` written before 2026-11-28: one evaluation a line."""
-    def make(line: int, row: dict[str, Any], _: int) -> list[dict[str, Any]]:
-        issues: list[str] = []
-        step = _step(row, path, issues)
-        at = f"line{line}" if step is None else step
-        judgements, dims, rewards = row.get("judgements") or [], row.get("dims") or {}, row["rewards"]
-        slots = row.get("slots") or []  # (eval seed, problem, member) since evaluations run in verl's validation
-        out = []
-        for i, episode in enumerate(row["episodes"]):
-            judge = {d: dims[d][i] for d in DIMENSIONS if d in dims}
-            judge["judge_ok"] = int(rewards[i] is not None)
-            if i < len(judgements):  # written since the judgements are kept
-                judge = judgements[i]
-            slot = "-".join(map(str, slots[i])) if i < len(slots) else f"{i:04d}"
-            out.append(record(id=f"heldout:{at}:{slot}", slot=f"heldout:{slot}", source="heldout",
-                              episode=episode, step=step, judge=judge, reward=rewards[i], issues=issues))
-        return out
-
-    return _each(rows, path, skipped, make)
 
 
 def _simulate_rows(rows: Rows, path: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
@@ -615,17 +603,8 @@ def _join(records: list[dict[str, Any]], judgements: Mapping[str, dict[str, Any]
 JUDGEMENT_FIELDS = ("dims", "judge_ok", "gate", "judge_error", "criteria", "reward")
 """What a ``pearl-verl judge`` row adds to the dialogue it judged."""
 
-SIGNATURES: tuple[tuple[str, set[str]], ...] = (
-    ("dialogues", {"episode"}),  # dialogue rows of every kind (pearl_verl.dialogue.row)
-    ("heldout", {"episodes", "rewards", "dims"}),  # heldout.jsonl before 2026-11-28
-    ("simulate", {"dialogue", "turn", "student_message"}),
-    ("judgements", {"id", "judge_ok", "line"}),
-    ("episodes", {"turns", "problem"}),  # bare EpisodeRecord lines
-    ("verl", {"input", "output", "score"}),
-)
-"""How a file's first row tells its kind: the keys that kind always has, most specific first."""
-
 READERS: dict[str, Callable[[Rows, Path, list[str]], Iterator[dict[str, Any]]]] = {
-    "heldout": _heldout_rows, "simulate": _simulate_rows, "dialogues": _dialogue_rows, "episodes": _episode_lines,
-    "verl": _verl_rows,
+    "train": _dialogue_rows, "heldout": _dialogue_rows, "eval": _dialogue_rows, "dialogue": _dialogue_rows,
+    "student_turn": _simulate_rows, "verl": _verl_rows,
 }
+"""How each kind of row becomes records (judgements are joined to them instead)."""

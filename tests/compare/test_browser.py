@@ -162,12 +162,13 @@ def test_two_teachers_restart_and_report(cx, study, tmp_path):
     (agreement,) = summary["agreement"]["pairwise"]
     assert agreement["pairs"] == 3 and agreement["cohen_kappa"] == pytest.approx(0.5)
     votes = [json.loads(line) for line in (out / "votes.jsonl").read_text().splitlines()]
-    assert len(votes) == 6
+    assert len(votes) == 6 and {v["row_kind"] for v in votes} == {"vote"}
     detailed = [v for v in votes if v["comment"]]
     assert len(detailed) == 1 and detailed[0]["comment"] == COMMENT and detailed[0]["dims"] == DIM_CHOICES
     # the eval-rm export: pair 0 (both a) and pair 2 (both b); pair 1 has no majority
     exported = [json.loads(line) for line in export.read_text().splitlines()]
     assert [(e["id"], e["preferred"]) for e in exported] == [(pairs[0].pair_id, "a"), (pairs[2].pair_id, "b")]
+    assert {e["row_kind"] for e in exported} == {"preference_pair"}
 
 
 def png_size(path):

@@ -109,6 +109,7 @@ def test_no_votes_is_an_error():
 def test_export_is_what_eval_rm_reads(cx, eval_run, tmp_path):
     pairs_file = tmp_path / "pairs.jsonl"
     assert main(["compare", "build-pairs", str(eval_run), "--out", str(pairs_file)]) == 0
+    assert {json.loads(line)["row_kind"] for line in pairs_file.read_text().splitlines()} == {"comparison_pair"}
     pairs = read_pairs(pairs_file)
     ids = [p.pair_id for p in pairs]
     v = cx.vote

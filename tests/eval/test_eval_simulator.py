@@ -30,6 +30,7 @@ def test_planned_labels_from_an_eval_tutor_run(fx, tmp_path, run_cli):
         assert (out / name).stat().st_size > 0, name
     summary = json.loads((out / "simulator_summary.json").read_text())
     assert summary["source"] == "planned labels, not annotations"
+    assert {row["row_kind"] for row in fx.read_jsonl(out / "annotations.jsonl")} == {"annotation"}
     pearl = summary["simulators"]["pearl"]
     assert pearl["dialogues"] == 12 and pearl["flagged"] == 0
     results = fx.read_jsonl(run / "results.jsonl")

@@ -150,6 +150,7 @@ def test_eval_mtb_end_to_end_with_win_rates(fx, tmp_path, run_cli, tiny_reward_m
     tasks = summary["tasks"]
     assert set(tasks) == set(TASKS)
     generations = fx.read_jsonl(tmp_path / "mtb_generations.jsonl")
+    assert {g["row_kind"] for g in generations} == {"mtb_generation"}
     for task in PEDAGOGY_TASKS:
         mine = [g for g in generations if g["task"] == task]
         assert tasks[task]["question_match_rate"] == 1.0

@@ -127,7 +127,7 @@ def test_eval_rm_cli_with_the_offline_judge(fx, tmp_path, run_cli, capsys):
     assert run_cli("eval-rm", fx.PAIRS, "--judge", "offline", "--out", tmp_path) == 0
     scores = fx.read_jsonl(tmp_path / "rm_scores.jsonl")
     pairs = read_pairs(fx.PAIRS)
-    assert len(scores) == len(pairs)
+    assert len(scores) == len(pairs) and {(s["row_kind"], s["row_version"]) for s in scores} == {("rm_verdict", 1)}
     summary = json.loads((tmp_path / "rm_summary.json").read_text())
     agree = [s for s in scores if s["agree"]]
     assert summary["overall"]["mean"] == pytest.approx(len(agree) / len(scores))
@@ -186,7 +186,9 @@ def test_make_pairs_from_a_judged_run(fx, tmp_path, run_cli):
         == 0
     )
     pairs = read_pairs(out)
+    assert {row["row_kind"] for row in fx.read_jsonl(out)} == {"preference_pair"}
     results = {r["id"]: r for r in fx.read_jsonl(run / "results.jsonl")}
+    assert {row["row_kind"] for row in results.values()} == {"eval"}
     for pair in pairs:
         simulator, item, _ = pair.id.split("|")
         gap = (

@@ -193,7 +193,8 @@ def _write_inputs(folder: Path, generated: list[object], episode: dict) -> dict[
     paths["generated"].write_text("".join(json.dumps(row, default=str) + "\n" for row in generated))
     paths["secret"].write_text(json.dumps({"api_key_env": SECRET, "base_url": f"http://x/{SECRET}"}) + "\n")
     paths["dialogues"] = folder / "dialogues.jsonl"  # read by the commands that judge or view dialogues
-    paths["dialogues"].write_text(json.dumps({"id": "d0", **episode}) + "\n")
+    paths["dialogues"].write_text(json.dumps({"row_kind": "dialogue", "row_version": 1, "id": "d0",
+                                              "episode": episode}) + "\n")
     return paths
 
 

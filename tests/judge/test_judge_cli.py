@@ -53,6 +53,7 @@ def test_offline_run_writes_one_line_per_dialogue_and_resumes(tmp_path, make_epi
     assert args.handler(args) == 1  # the two malformed lines hold no dialogue
     rows = _rows(out)
     assert len(rows) == 7 and {r["id"] for r in rows} == {"d0", "d1", "d2", "d3", "d4", "line-6", "bad"}
+    assert {(r["row_kind"], r["row_version"]) for r in rows} == {("judgement", 1)}  # a failed line's row too
     good = [r for r in rows if r["judge_ok"]]
     assert len(good) == 5 and all(set(REWARD_INFO_KEYS) <= set(r) and len(r["criteria"]) == 24 for r in good)
     assert all(r["completed"] == 1 and r["tutor_turns"] == 3 and r["error"] is None for r in good)

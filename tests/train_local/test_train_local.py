@@ -116,6 +116,10 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     # verl logs a step after saving it: had it logged step 4 before it ended, the resume would go on from there
     went_back = 4 not in _verl_logged(out)
     rows = _metrics(out)
+    kinds = {name: {json.loads(line)["row_kind"] for path in paths for line in path.read_text().splitlines()}
+             for name, paths in (("metrics", [out / "metrics.jsonl"]), ("heldout", [out / "heldout.jsonl"]),
+                                 ("train", sorted((out / "dialogues").glob("step_*.jsonl"))))}
+    assert kinds == {"metrics": {"metrics"}, "heldout": {"heldout"}, "train": {"train"}}  # each row says what it is
     recorded = [r["step"] for r in rows if "reward/mean" in r]
     assert recorded == [1, 2, 3] or (not went_back and recorded == [1, 2, 3, 4]), recorded
     cold = rows[0]
@@ -244,21 +248,23 @@ def test_a_resume_starts_from_what_the_stopped_run_finished(tmp_path, make_episo
     runs, and is logged, again."""
     from pearl_verl.dialogue.row import dialogue_row
     from pearl_verl.dims import DIMENSIONS
+    from pearl_verl.row_kinds import stamped
 
     out = tmp_path / "run"
-    cold = {"step": 0, "phase": "cold_start", "cold_start/steps": 3, "cold_start/loss_last": 0.5}
+    cold = stamped("metrics", {"step": 0, "phase": "cold_start", "cold_start/steps": 3, "cold_start/loss_last": 0.5})
     (out / "checkpoints" / "global_step_0" / "actor" / "huggingface").mkdir(parents=True)
-    (out / "metrics.jsonl").write_text(json.dumps(cold) + "\n" + json.dumps({"step": 0, "phase": "heldout"}) + "\n")
+    evaluation = stamped("metrics", {"step": 0, "phase": "heldout"})
+    (out / "metrics.jsonl").write_text(json.dumps(cold) + "\n" + json.dumps(evaluation) + "\n")
     (out / "validation").mkdir()
     # the stop after step 2: verl checkpointed it and logged its row with its validation, train-local recorded step 1
     judge = {"judge_ok": 1, **dict.fromkeys(DIMENSIONS, 0.5)}
     episode = make_episode(["help", "What is 3 x 4?"]).to_dict()
-    dump = [{**dialogue_row(episode, judge, 0.5, step=2, uid="u0"), "problem": 0, "member": member}
+    dump = [{**dialogue_row("heldout", episode, judge, 0.5, step=2, uid="u0"), "problem": 0, "member": member}
             for member in range(2)]
     verl_log = [{"step": step, "data": {"pearl/reward/acc/mean": 0.5, "actor/pg_loss": 0.0,
                                         **({"val-aux/pearl/validation_s": 7.0} if step == 2 else {})}}
                 for step in (1, 2, 3)]
-    recorded = [cold, {"step": 1, "phase": "train", "reward/mean": 0.5}]
+    recorded = [cold, stamped("metrics", {"step": 1, "phase": "train", "reward/mean": 0.5})]
     stopped = {"checkpoints/latest_checkpointed_iteration.txt": "2",
                "metrics.jsonl": "".join(json.dumps(row) + "\n" for row in recorded),
                "verl_metrics.jsonl": "".join(json.dumps(row) + "\n" for row in verl_log),

@@ -50,9 +50,15 @@ def run_folder(tmp_path):
     return make_run_folder(tmp_path)
 
 
-def make_run_folder(tmp_path):
-    """A train-local folder: 2 steps x 2 groups x 2 dialogues, and held-out evaluations at steps 0 and 2."""
-    out = tmp_path / "run"
+def make_run_folder(tmp_path, old=False):
+    """A train-local folder: 2 steps x 2 groups x 2 dialogues, and held-out evaluations at steps 0 and 2, in rows
+    as train-local writes them; ``old``: as it wrote them before rows carried their kind (the training rows without
+    one, the held-out file one evaluation a line)."""
+    from pearl_verl.dialogue.episode import EpisodeRecord
+    from pearl_verl.dialogue.row import dialogue_row
+    from pearl_verl.train_local.heldout import HeldOut, append_heldout
+
+    out = tmp_path / ("old-run" if old else "run")
     (out / "dialogues").mkdir(parents=True)
     for step in (1, 2):
         rows = []
@@ -69,15 +75,22 @@ def make_run_folder(tmp_path):
                 if step == 1 and group == 1 and member == 1:
                     end = "token_budget"
                 pid = f"p-{group}" if not (step == 2 and group == 1) else XSS["closing"]
-                rows.append({"step": step, "uid": f"step{step - 1}-{group}",
-                             "episode": episode(turns, end_reason=end, pid=pid), "judge": judge, "reward": reward,
-                             "shaped": [0.5] * 8 if judge["judge_ok"] else None,
-                             "advantage": [0.7, -0.7][member] if judge["judge_ok"] else 0.0})
+                row = dialogue_row("train", episode(turns, end_reason=end, pid=pid), judge, reward, step=step,
+                                   uid=f"step{step - 1}-{group}", shaped=[0.5] * 8 if judge["judge_ok"] else None,
+                                   advantage=[0.7, -0.7][member] if judge["judge_ok"] else 0.0)
+                rows.append({k: v for k, v in row.items() if not k.startswith("row_")} if old else row)
         (out / "dialogues" / f"step_{step:04d}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     evaluations = []
     for step, texts in ((0, LEAK), (2, SOCRATIC)):
-        evaluations.append({"phase": "rl", "step": step, "seeds": 1, "rewards": [0.4 if step == 0 else 0.9] * 2,
-                            "dims": {d: [0.4 if step == 0 else 0.9] * 2 for d in DIMENSIONS}, "observed": {},
-                            "episodes": [episode(texts, pid="held-1"), episode(texts, pid="held-2")]})
-    (out / "heldout.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evaluations))
+        episodes = [episode(texts, pid="held-1"), episode(texts, pid="held-2")]
+        score = 0.4 if step == 0 else 0.9
+        if old:
+            evaluations.append({"phase": "rl", "step": step, "seeds": 1, "rewards": [score] * 2,
+                                "dims": {d: [score] * 2 for d in DIMENSIONS}, "observed": {}, "episodes": episodes})
+        else:
+            infos = [{**{d: score for d in DIMENSIONS}, "judge_ok": 1}] * 2
+            append_heldout(out / "heldout.jsonl", HeldOut.of(step, 1, [EpisodeRecord.from_dict(e) for e in episodes],
+                                                              infos), "rl")
+    if old:
+        (out / "heldout.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evaluations))
     return out

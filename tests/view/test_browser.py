@@ -7,6 +7,7 @@ import pytest
 
 from pearl_verl import cli
 from pearl_verl.compare.browser import launch_chromium
+from pearl_verl.dialogue.row import dialogue_row
 
 from .conftest import LEAK, XSS, episode, judgement
 
@@ -132,8 +133,8 @@ def test_ten_thousand_dialogues_stay_under_30_mb_and_open(tmp_path, page_of):
             judge = judgement(0.5, rationale="")
             for criterion in judge["criteria"]:
                 criterion["rationale"] = prose(100)
-            row = {"step": 1 + i // 640, "uid": f"g{i // 8}", "episode": episode(turns, pid=f"p-{i // 8}"),
-                   "judge": judge, "reward": 0.5, "shaped": [0.5] * 8, "advantage": 0.0}
+            row = dialogue_row("train", episode(turns, pid=f"p-{i // 8}"), judge, 0.5, step=1 + i // 640,
+                               uid=f"g{i // 8}", shaped=[0.5] * 8, advantage=0.0)
             handle.write(json.dumps(row) + "\n")
     page, errors = page_of(big.parent)  # how fast: bench/bench_view.py (a busy machine is slower, not wrong)
     size = (tmp_path / "view.html").stat().st_size

@@ -9,6 +9,7 @@ import pytest
 
 from pearl_verl import cli
 from pearl_verl.dims import DIMENSIONS
+from pearl_verl.row_kinds import stamped
 from pearl_verl.view.page import build_page
 from pearl_verl.view.records import SHOWN, read_dialogues, read_sources
 
@@ -33,10 +34,22 @@ def view(tmp_path, capsys, *args):
 
 
 def train_row(step=1, **changes):
-    row = {"step": step, "uid": "g", "episode": episode(SOCRATIC), "judge": judgement(0.8), "reward": 0.8,
-           "shaped": [0.5] * 8, "advantage": 0.1}
+    row = stamped("train", {"step": step, "uid": "g", "episode": episode(SOCRATIC), "judge": judgement(0.8),
+                            "reward": 0.8, "shaped": [0.5] * 8, "advantage": 0.1})
     row.update(changes)
     return row
+
+
+def dialogue(key, **changes):
+    return stamped("dialogue", {"id": key, "episode": episode(SOCRATIC, **changes)})
+
+
+def judged(key, line, judge):
+    return stamped("judgement", {"id": key, "line": line, **judge})
+
+
+def turn(**fields):
+    return stamped("student_turn", fields)
 
 
 def write_rows(path, rows):
@@ -65,7 +78,7 @@ def test_non_finite_numbers_become_missing_values_in_strict_json(tmp_path, capsy
 
 
 def test_a_non_finite_number_cannot_reach_the_page_by_another_way(tmp_path):
-    (rec,) = read_sources([write_rows(tmp_path / "d.jsonl", [{"id": "a", "episode": episode(SOCRATIC)}])])
+    (rec,) = read_sources([write_rows(tmp_path / "d.jsonl", [dialogue("a")])])
     rec["reward"] = float("nan")  # a record changed after reading, as a tool might
     assert "r" not in strict_data(build_page([rec]))["records"][0]
 
@@ -73,12 +86,14 @@ def test_a_non_finite_number_cannot_reach_the_page_by_another_way(tmp_path):
 def test_odd_rows_are_shown_flagged_and_unreadable_ones_skipped_and_counted(tmp_path, capsys):
     turns = episode(SOCRATIC)
     turns["turns"][1] = "a turn that is a bare string"
-    surrogate = '{"step": 2, "uid": "g", "episode": {"turns": [{"role": "student", "text": "a \\ud800 b"}], ' \
+    surrogate = '{"row_kind": "train", "row_version": 1, "step": 2, "uid": "g", ' \
+                '"episode": {"turns": [{"role": "student", "text": "a \\ud800 b"}], ' \
                 '"problem": {"problem_id": "p-\\udfff"}, "student_trace": [{"mastery": {"u\\ud800": 0.5}}]}, ' \
                 '"judge": null, "advantage": 0.0}\n'
     rows = [train_row(2), train_row(2, judge={**judgement(0.8), "acc": "high"}, reward="high"),
             {k: v for k, v in train_row(episode=turns).items() if k != "step"},  # step missing in a later row
-            "[" * 100_000 + "\n", surrogate, train_row(2, episode=None), {"step": 2, "uid": "g"}, '{"cut": "by a ki']
+            "[" * 100_000 + "\n", surrogate, train_row(2, episode=None), stamped("train", {"step": 2, "uid": "g"}),
+            '{"cut": "by a ki']
     run = tmp_path / "run"
     write_rows(run / "dialogues" / "step_0002.jsonl", rows)
     code, out, err = view(tmp_path, capsys, run, "-o", tmp_path / "v.html")
@@ -104,9 +119,8 @@ def test_odd_rows_are_shown_flagged_and_unreadable_ones_skipped_and_counted(tmp_
 
 
 def test_a_lone_surrogate_in_a_title_or_judge_text_still_writes_the_page(tmp_path, capsys):
-    judged = judgement(0.8, rationale="why \ud800")
-    write_rows(tmp_path / "d.jsonl", [{"id": "a", **episode(SOCRATIC)}])
-    (tmp_path / "j.jsonl").write_text(json.dumps({"id": "a", "line": 1, **judged}) + "\n")
+    write_rows(tmp_path / "d.jsonl", [dialogue("a")])
+    write_rows(tmp_path / "j.jsonl", [judged("a", 1, judgement(0.8, rationale="why \ud800"))])
     code, _, err = view(tmp_path, capsys, tmp_path / "d.jsonl", tmp_path / "j.jsonl", "-o", tmp_path / "v.html",
                         "--title", "run \udcff")  # argv's undecodable bytes arrive as lone surrogates
     assert code == 0 and err == []
@@ -116,10 +130,10 @@ def test_a_lone_surrogate_in_a_title_or_judge_text_still_writes_the_page(tmp_pat
 
 
 def test_simulate_turns_numbered_as_ints_and_strings_sort_as_numbers(tmp_path):
-    rows = [{"dialogue": 1, "turn": turn, "student_message": f"s{turn}", "tutor_message": f"t{turn}"}
-            for turn in (2, "10", 1, "3")]
-    rows.append({"dialogue": "1", "turn": "x", "student_message": "last", "tutor_message": None})
-    rows.append({"turn": 1, "student_message": "no dialogue"})
+    rows = [turn(dialogue=1, turn=number, student_message=f"s{number}", tutor_message=f"t{number}")
+            for number in (2, "10", 1, "3")]
+    rows.append(turn(dialogue="1", turn="x", student_message="last", tutor_message=None))
+    rows.append(turn(turn=1, student_message="no dialogue"))
     reading = read_dialogues([write_rows(tmp_path / "sim.jsonl", rows)])
     (rec,) = reading.records
     assert [t["text"] for t in rec["turns"] if t["role"] == "student"] == ["s1", "s2", "s3", "s10", "last"]
@@ -127,12 +141,11 @@ def test_simulate_turns_numbered_as_ints_and_strings_sort_as_numbers(tmp_path):
 
 
 def test_the_judges_own_input_form_is_shown_and_joined_with_its_output(tmp_path, capsys):
-    inputs = write_rows(tmp_path / "in.jsonl", [{"id": "a", "episode": episode(SOCRATIC)},
-                                                {"id": 7, "episode": episode(SOCRATIC, pid="p-7")}])
+    inputs = write_rows(tmp_path / "in.jsonl", [dialogue("a"), {**dialogue(7, pid="p-7")}])
     records = {r["id"]: r for r in read_sources([inputs])}
     assert set(records) == {"a", "7"} and records["7"]["problem_id"] == "p-7"
     assert records["a"]["source"] == "dialogues" and records["a"]["dims"] is None and records["a"]["flags"] == []
-    (tmp_path / "out.jsonl").write_text(json.dumps({"id": "a", "line": 1, **judgement(0.7)}) + "\n")
+    write_rows(tmp_path / "out.jsonl", [judged("a", 1, judgement(0.7))])
     assert {r["id"]: r for r in read_sources([inputs, tmp_path / "out.jsonl"])}["a"]["dims"]["acc"] == 0.7
     code, out, _ = view(tmp_path, capsys, inputs, "-o", tmp_path / "v.html")
     assert code == 0 and "2 dialogues (2 dialogues)" in out

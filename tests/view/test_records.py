@@ -7,6 +7,8 @@ import pytest
 
 import pearl_verl.resources
 from pearl_verl import cli
+from pearl_verl.dialogue.row import dialogue_row
+from pearl_verl.row_kinds import stamped
 from pearl_verl.view.page import build_page, encode, sample, unpack
 from pearl_verl.view.records import read_sources
 
@@ -20,8 +22,8 @@ def test_a_train_local_folder_gives_steps_groups_and_held_out_slots(run_folder):
     assert len(train) == 8 and len(held) == 4
     assert {r["group"] for r in train if r["step"] == 2} == {"step1-0", "step1-1"}
     # the same held-out slot at two steps: what the comparison view pairs
-    assert sorted((r["slot"], r["step"]) for r in held) == [("heldout:0000", 0), ("heldout:0000", 2),
-                                                          ("heldout:0001", 0), ("heldout:0001", 2)]
+    assert sorted((r["slot"], r["step"]) for r in held) == [("heldout:0-0-0", 0), ("heldout:0-0-0", 2),
+                                                          ("heldout:0-1-0", 0), ("heldout:0-1-0", 2)]
     leak = next(r for r in train if r["turns"][1]["text"] == LEAK[1][1])
     assert leak["flags"] == ["answer_first", "judge_failed"] and leak["leak_turns"] == [1]
     assert leak["advantage"] == 0.0 and leak["reward"] is None and leak["judge_error"] == "parse: no JSON object"
@@ -32,42 +34,28 @@ def test_a_train_local_folder_gives_steps_groups_and_held_out_slots(run_folder):
     assert len(socratic["criteria"]) == 24 and socratic["shaped"]["acc"] == 0.5 and socratic["ability"] == "low"
 
 
-def test_held_out_judgements_bring_their_criteria(run_folder):
-    path = run_folder / "heldout.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    rows[1]["judgements"] = [judgement(0.9, rationale="asks before telling"), judgement(ok=False)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    held = {r["id"]: r for r in read_sources([run_folder]) if r["source"] == "heldout"}
-    assert held["heldout:2:0000"]["criteria"][0]["rationale"] == "asks before telling"
-    assert held["heldout:2:0001"]["flags"] == ["judge_failed"] and held["heldout:0:0000"]["criteria"] is None
-
-
-def test_held_out_dialogue_rows_pair_by_slot_beside_an_older_runs_evaluations(run_folder):
+def test_held_out_judgements_bring_their_criteria(tmp_path):
     from pearl_verl.dialogue.episode import EpisodeRecord
-    from pearl_verl.train_local.heldout import HeldOut, append_heldout, read_heldout
+    from pearl_verl.train_local.heldout import HeldOut, append_heldout
 
-    # a run resumed from before 2026-11-28: its file holds evaluations one a line, then dialogue rows; the step-4
-    # validation lost the first problem's dialogue
-    episodes = [EpisodeRecord.from_dict(episode(SOCRATIC, pid=f"held-{k}")) for k in (1, 2)]
-    held = HeldOut.of(4, 1, episodes[1:], [judgement(0.8)], [judgement(0.8)], slots=[[0, 1, 0]])
-    append_heldout(run_folder / "heldout.jsonl", held, "train")
-    records = [r for r in read_sources([run_folder]) if r["source"] == "heldout"]
-    assert sorted((r["slot"], r["step"]) for r in records) == [
-        ("heldout:0-1-0", 4), ("heldout:0000", 0), ("heldout:0000", 2), ("heldout:0001", 0), ("heldout:0001", 2)]
-    latest = next(r for r in records if r["step"] == 4)
-    assert latest["id"] == "heldout:4:0-1-0" and latest["reward"] == 0.8 and len(latest["criteria"]) == 24
-    assert [(phase, h.step, h.slots) for phase, h in read_heldout(run_folder / "heldout.jsonl")][-1] == (
-        "train", 4, [[0, 1, 0]])
+    path = tmp_path / "heldout.jsonl"
+    held = HeldOut.of(2, 1, [EpisodeRecord.from_dict(episode(SOCRATIC, pid=f"held-{k}")) for k in (1, 2)],
+                      [judgement(0.9), judgement(ok=False)], [judgement(0.9, rationale="asks before telling"),
+                                                              judgement(ok=False)])
+    append_heldout(path, held, "rl")
+    held = {r["id"]: r for r in read_sources([path])}
+    assert held["heldout:2:0-0-0"]["criteria"][0]["rationale"] == "asks before telling"
+    assert held["heldout:2:0-1-0"]["flags"] == ["judge_failed"] and held["heldout:2:0-1-0"]["reward"] is None
 
 
 def test_judge_output_joins_its_dialogues_by_id(tmp_path):
     dialogues = tmp_path / "dialogues.jsonl"
-    dialogues.write_text("".join(json.dumps({"id": key, **episode(turns)}) + "\n"
+    dialogues.write_text("".join(json.dumps(dialogue_row("dialogue", episode(turns), None, None, id=key)) + "\n"
                                  for key, turns in (("a", SOCRATIC), ("b", LEAK))))
     judged = tmp_path / "judged.jsonl"
-    judged.write_text(json.dumps({"id": "a", "line": 1, **judgement(0.8)}) + "\n"
-                      + json.dumps({"id": "b", "line": 2, **judgement(ok=False)}) + "\n"
-                      + json.dumps({"id": "c", "line": 3, **judgement(0.5)}) + "\n")
+    judged.write_text("".join(json.dumps(stamped("judgement", {"id": key, "line": line, **judge})) + "\n"
+                              for key, line, judge in (("a", 1, judgement(0.8)), ("b", 2, judgement(ok=False)),
+                                                       ("c", 3, judgement(0.5)))))
     records = {r["id"]: r for r in read_sources([dialogues, judged])}
     assert records["a"]["dims"]["acc"] == 0.8 and records["a"]["turns"][1]["text"] == SOCRATIC[1][1]
     assert records["b"]["flags"] == ["answer_first", "judge_failed"]
@@ -100,7 +88,7 @@ def test_a_verl_rollout_dump_is_read_as_prompt_and_response(tmp_path):
 def test_unknown_files_and_missing_paths_are_named(tmp_path):
     odd = tmp_path / "odd.jsonl"
     odd.write_text(json.dumps({"x": 1}) + "\n")
-    with pytest.raises(ValueError, match=r"odd.jsonl: rows with keys \['x'\] are of no kind"):
+    with pytest.raises(ValueError, match=r"odd.jsonl: no row says what it is \(row_kind; the first has keys \['x'\]\)"):
         read_sources([odd])
     with pytest.raises(ValueError, match="does not exist"):
         read_sources([tmp_path / "none"])
