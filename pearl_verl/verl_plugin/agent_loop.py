@@ -22,7 +22,7 @@ import functools
 import logging
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
@@ -252,14 +252,22 @@ class PearlTutorAgentLoop(AgentLoopBase):
 def member_seed(sample: PearlSample, kwargs: dict[str, Any]) -> int:
     """The student's per-member random seed: distinct across a group's members, stable per member.
 
-    Built from the condition seed, the group id and verl's per-member ``session_id`` (V1 trainer);
-    without a session id (legacy trainer) every call draws a fresh seed.
+    Built from the condition seed, verl's per-member ``session_id`` (V1 trainer) and which row it is. A held-out
+    row (``extra_info.split`` other than ``train``) is named by its problem and its place in the file, so every
+    evaluation of a run gives each member the same student draws and two evaluations pair student for student; a
+    training row by verl's group id, a fresh ``uuid4`` a batch, so a problem met again in a later epoch meets new
+    draws. Without a session id (legacy trainer) every call draws a fresh seed.
     """
     session = kwargs.get("session_id")
     if session is None:
         return int.from_bytes(uuid4().bytes[:4], "little")
-    key = f"{sample.condition.seed}:{kwargs.get('uid', sample.problem.problem_id)}:{session}"
-    return zlib.crc32(key.encode())
+    extra = kwargs.get("extra_info")
+    split = extra.get("split") if isinstance(extra, Mapping) else None
+    if split is not None and split != "train":
+        row = f"{split}:{sample.problem.problem_id}:{extra.get('index')}"
+    else:
+        row = str(kwargs.get("uid", sample.problem.problem_id))
+    return zlib.crc32(f"{sample.condition.seed}:{row}:{session}".encode())
 
 
 # verl builds an agent loop per sample: parse the config and scan the vocabulary once per object.

@@ -203,6 +203,25 @@ def test_group_members_share_the_condition_and_not_the_seed(verl_config, tokeniz
     assert all(c == CONDITION for c in conditions) and len(set(seeds)) == 8
 
 
+def test_a_held_out_rows_students_draw_alike_at_every_evaluation_and_a_training_rows_do_not():
+    """Two validations of a run pair student for student (verl gives each batch a fresh uuid4 group id); two
+    training batches of one problem do not, nor do a group's members."""
+    from pearl_verl.verl_plugin.agent_loop import member_seed
+
+    sample = PearlSample(PROBLEM, CONDITION, "help")
+
+    def seed(split, uid, session, index=4):
+        row = {**_row(session), "uid": uid, "extra_info": {**sample.to_extra_info(), "split": split, "index": index}}
+        return member_seed(sample, row)
+
+    held = [[seed("val", f"eval-{k}", session) for session in range(4)] for k in range(2)]
+    assert held[0] == held[1] and len(set(held[0])) == 4
+    assert seed("val", "a", 0, index=5) != seed("val", "a", 0, index=4)  # another row of the same problem
+    assert seed("train", "batch-1", 0) != seed("train", "batch-2", 0)
+    assert member_seed(sample, {**_row(0), "uid": "u"}) != member_seed(sample, {**_row(0), "uid": "v"})  # no split
+    assert seed("val", "a", 0) != seed("train", "a", 0)
+
+
 def test_one_request_id_per_episode_and_budget_passed_as_max_tokens(verl_config, tokenizer, monkeypatch):
     seen = []
 
