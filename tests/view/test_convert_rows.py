@@ -169,3 +169,21 @@ def test_a_row_that_is_not_a_dialogue_is_named_not_shown(tmp_path):
     with pytest.raises(ValueError, match=r"metrics.jsonl:1: a metrics row, not a dialogue, a judgement or a student "
                                          r"turn. \(no line of the file is a row pearl-verl view reads\)"):
         read_sources([metrics])
+
+
+def test_an_old_evaluation_lines_judgements_and_slots_survive_conversion(tmp_path, capsys):
+    from pearl_verl.dims import DIMENSIONS
+
+    line = {"phase": "train", "step": 4, "seeds": 1, "rewards": [0.9, None], "observed": {},
+            "dims": {d: [0.9, None] for d in DIMENSIONS}, "slots": [[0, 3, 1], [0, 5, 0]],
+            "judgements": [judgement(0.9, rationale="asks before telling"), judgement(ok=False)],
+            "episodes": [episode(SOCRATIC, pid="held-3"), episode(SOCRATIC, pid="held-5")]}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "heldout.jsonl").write_text(json.dumps(line) + "\n")
+    assert cli.main(["convert-rows", str(tmp_path / "in" / "heldout.jsonl"), "-o", str(tmp_path / "out")]) == 0
+    rows = lines(tmp_path / "out" / "heldout.jsonl")
+    assert [(r["slot"], r["step"], r["phase"], r["reward"]) for r in rows] == [([0, 3, 1], 4, "train", 0.9),
+                                                                              ([0, 5, 0], 4, "train", None)]
+    assert rows[0]["judge"]["criteria"][0]["rationale"] == "asks before telling" and rows[1]["judge"]["judge_ok"] == 0
+    records = {r["id"]: r for r in read_sources([tmp_path / "out" / "heldout.jsonl"])}
+    assert records["heldout:4:0-5-0"]["flags"] == ["judge_failed"]
