@@ -1,4 +1,4 @@
-"""What a row is: every line of dialogues, judgements and simulated student turns the project writes says so.
+"""What a row is: every JSONL row the project writes says so.
 
 Each such row carries ``row_kind`` (one of :data:`ROW_KINDS`) and ``row_version`` (its format's number), so a reader
 reads it by its kind and never guesses from the keys it happens to have. A format that changes gets a new version
@@ -62,7 +62,7 @@ ROW_KINDS: dict[str, RowKind] = {
 DIALOGUE_KINDS = ("train", "heldout", "eval", "dialogue")
 """The kinds that hold one whole dialogue (an ``episode``) a row."""
 
-CONVERT_HINT = "`pearl-verl convert-rows PATH` rewrites a file of rows written before rows carried their kind"
+CONVERT_HINT = "`pearl-verl convert-rows PATH -o OUT` converts rows written before rows carried their kind"
 
 
 class RowKindError(ValueError):

@@ -60,7 +60,7 @@ def test_a_resumed_run_mixing_old_evaluations_and_new_rows_converts_into_one_pai
     held = HeldOut.of(4, 1, [EpisodeRecord.from_dict(episode(SOCRATIC, pid="held-2"))], [judgement(0.8)],
                       [judgement(0.8)], slots=[[0, 1, 0]])
     append_heldout(old / "heldout.jsonl", held, "train")
-    with pytest.raises(ValueError, match=r"heldout.jsonl:1: no row_kind: `pearl-verl convert-rows PATH`"):
+    with pytest.raises(ValueError, match=r"heldout.jsonl:1: no row_kind: `pearl-verl convert-rows PATH -o OUT`"):
         read_heldout(old / "heldout.jsonl")  # the run's summary does not guess either
     assert cli.main(["convert-rows", str(old / "heldout.jsonl"), "-o", str(tmp_path / "new")]) == 0
     assert "3 rows (2 without a kind) as 5 heldout" in capsys.readouterr().out
@@ -137,7 +137,7 @@ def test_a_row_of_an_old_format_among_new_rows_is_skipped_and_named(run_folder):
 
     reading = read_dialogues([path])
     assert len(reading.records) == len(rows) - 1
-    assert reading.skipped == [f"{path}:1: no row_kind: `pearl-verl convert-rows PATH` rewrites a file of rows "
+    assert reading.skipped == [f"{path}:1: no row_kind: `pearl-verl convert-rows PATH -o OUT` converts rows "
                                "written before rows carried their kind."]
 
 
