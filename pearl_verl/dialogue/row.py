@@ -21,9 +21,10 @@ its dialogue by id).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pearl_verl.dims import DIMENSIONS
 from pearl_verl.row_kinds import DIALOGUE_KINDS, stamped
 
 
@@ -34,3 +35,17 @@ def dialogue_row(kind: str, episode: Mapping[str, Any] | None, judge: Mapping[st
     if kind not in DIALOGUE_KINDS:
         raise KeyError(f"{kind!r} is not a dialogue row's kind ({', '.join(DIALOGUE_KINDS)})")
     return stamped(kind, {"episode": episode, "judge": judge, "reward": reward, **known})
+
+
+def positional_slots(dialogues: int, seeds: int) -> list[list[int]]:
+    """``[eval seed, problem, member]`` of an evaluation's dialogues by position (``seeds`` equal groups, member 0):
+    the slots of an evaluation that recorded none."""
+    size = max(dialogues // max(seeds, 1), 1)
+    return [[i // size, i % size, 0] for i in range(dialogues)]
+
+
+def judgement_from_dims(dims: Mapping[str, Sequence[float | None]], rewards: Sequence[float | None],
+                        i: int) -> dict[str, Any]:
+    """Dialogue ``i``'s judge fields rebuilt from an evaluation's per-dimension scores (judged where it has a reward):
+    the judgement of an evaluation that kept none."""
+    return {**{d: dims[d][i] for d in DIMENSIONS if d in dims}, "judge_ok": int(rewards[i] is not None)}

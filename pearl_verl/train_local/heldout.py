@@ -22,7 +22,7 @@ from typing import Any
 
 from pearl_verl.dialogue.episode import TUTOR, EpisodeRecord
 from pearl_verl.dialogue.legible import context_words, well_formed
-from pearl_verl.dialogue.row import dialogue_row
+from pearl_verl.dialogue.row import dialogue_row, judgement_from_dims, positional_slots
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import located
 from pearl_verl.judge.features import asks_to_recheck, extract_features, praises
@@ -209,10 +209,8 @@ def write_heldout_markdown(path: Path, before: HeldOut, after: HeldOut, count: i
 
 def append_heldout(path: Path, held: HeldOut, phase: str) -> None:
     """Append one evaluation: a dialogue row (:mod:`pearl_verl.dialogue.row`) per dialogue, with its slot."""
-    size = max(len(held.rewards) // max(held.seeds, 1), 1)
-    judgements = held.judgements or [{**{d: held.dims[d][i] for d in DIMENSIONS}, "judge_ok": int(r is not None)}
-                                     for i, r in enumerate(held.rewards)]
-    slots = held.slots or [[i // size, i % size, 0] for i in range(len(held.rewards))]  # positional, as seed_means
+    judgements = held.judgements or [judgement_from_dims(held.dims, held.rewards, i) for i in range(len(held.rewards))]
+    slots = held.slots or positional_slots(len(held.rewards), held.seeds)  # as seed_means groups them
     for episode, judge, reward, slot in zip(held.episodes, judgements, held.rewards, slots, strict=True):
         append_metrics(path, dialogue_row("heldout", episode.to_dict(), judge, reward, step=held.step, phase=phase,
                                           slot=slot, seeds=held.seeds))

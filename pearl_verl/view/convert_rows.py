@@ -23,14 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pearl_verl.dialogue.row import dialogue_row
-from pearl_verl.dims import DIMENSIONS
+from pearl_verl.dialogue.row import dialogue_row, judgement_from_dims, positional_slots
 from pearl_verl.errors import located
 from pearl_verl.jsonl import read_objects
 from pearl_verl.row_kinds import KIND_FIELD, kind_of, stamped
-
-VERL_DUMP = frozenset({"input", "output", "score"})
-"""verl's own rollout and validation dumps: not ours to stamp."""
+from pearl_verl.view.records import VERL_DUMP_FIELDS
 
 GUESSES: tuple[tuple[str, frozenset[str]], ...] = (
     ("old_heldout", frozenset({"episodes", "rewards", "dims"})),
@@ -49,13 +46,11 @@ class Conversion:
     path: Path
     rows_in: int = 0
     kinds: Counter = field(default_factory=Counter)
-    """Rows written, by kind."""
+    """Rows written, by kind (``verl``: verl's own dump rows, left as they are)."""
     converted: int = 0
     """Rows that had no kind (a row of an old held-out file counts once, however many rows it gives)."""
     unreadable: list[str] = field(default_factory=list)
     """``FILE:LINE: why`` per line that is not a JSON object (left out of the converted file)."""
-    verl: int = 0
-    """verl's own dump rows, left as they are."""
 
     @property
     def changed(self) -> bool:
@@ -79,8 +74,7 @@ def convert_rows(path: Path) -> tuple[list[dict[str, Any]], Conversion]:
             except ValueError as exc:
                 raise located(path, line, str(exc)) from None
             out.append(row)
-        elif VERL_DUMP <= row.keys():
-            report.verl += 1
+        elif VERL_DUMP_FIELDS <= row.keys():  # verl's own dump: not ours to stamp
             out.append(row)
         else:
             out.extend(convert_row(row, path, line))
@@ -124,17 +118,12 @@ def _old_heldout(row: Mapping[str, Any], path: Path, line: int) -> list[dict[str
         judgements, dims, rewards = row.get("judgements") or [], row.get("dims") or {}, row["rewards"]
         # (eval seed, problem, member) since evaluations ran in verl's validation; before, by position, as
         # train-local's append_heldout still numbers an evaluation without them
-        size = max(len(rewards) // max(int(row.get("seeds") or 1), 1), 1)
-        slots = row.get("slots") or [[i // size, i % size, 0] for i in range(len(rewards))]
+        slots = row.get("slots") or positional_slots(len(rewards), int(row.get("seeds") or 1))
         out = []
         for i, episode in enumerate(row["episodes"]):
-            judge = {d: dims[d][i] for d in DIMENSIONS if d in dims}
-            judge["judge_ok"] = int(rewards[i] is not None)
-            if i < len(judgements):
-                judge = judgements[i]
-            slot = list(slots[i])
+            judge = judgements[i] if i < len(judgements) else judgement_from_dims(dims, rewards, i)
             out.append(dialogue_row("heldout", episode, judge, rewards[i], step=row.get("step"),
-                                    phase=row.get("phase"), slot=slot, seeds=row.get("seeds")))
+                                    phase=row.get("phase"), slot=list(slots[i]), seeds=row.get("seeds")))
         return out
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise located(path, line, f"an old held-out evaluation line that cannot be split into dialogues "
