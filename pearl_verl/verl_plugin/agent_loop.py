@@ -128,7 +128,8 @@ class PearlTutorAgentLoop(AgentLoopBase):
         prompt_ids = await self._initial_tokens(messages)
         stream = TokenStream(prompt_ids=prompt_ids, runtime_ids=list(prompt_ids), messages=messages)
         timing = {"tutor_s": 0.0, "student_s": 0.0}
-        record = await self._episode(sample, stream, sampling_params, timing, member_seed(sample, kwargs))
+        seed = member_seed(sample, kwargs, self.rollout_config.seed)
+        record = await self._episode(sample, stream, sampling_params, timing, seed)
         return self._output(stream, record, timing, kwargs)
 
     async def _initial_tokens(self, messages: list[dict[str, str]]) -> list[int]:
@@ -167,13 +168,13 @@ class PearlTutorAgentLoop(AgentLoopBase):
             sample.condition,
             _TimedSession(session, timing),
             sample.opening,
-            tutor_step=lambda turns: self._tutor_turn(stream, sampling_params, request_id, timing),
+            tutor_step=lambda turns: self._tutor_turn(stream, sampling_params, request_id, timing, seed),
             limits=EpisodeLimits(self.settings.max_tutor_turns),
             observe_student=lambda turn: self._append_student(stream, turn),
         )
 
     async def _tutor_turn(
-        self, stream: TokenStream, sampling_params: dict[str, Any], request_id: str, timing: dict[str, float]
+        self, stream: TokenStream, sampling_params: dict[str, Any], request_id: str, timing: dict[str, float], seed: int
     ) -> TutorReply:
         remaining = self.response_length - len(stream.response_mask)
         if remaining <= 0:
@@ -181,7 +182,10 @@ class PearlTutorAgentLoop(AgentLoopBase):
         cap = min(remaining, self.settings.max_tokens_per_turn or remaining)
         start = time.perf_counter()
         output = await self.server_manager.generate(
-            request_id=request_id, prompt_ids=stream.runtime_ids, sampling_params={**sampling_params, "max_tokens": cap}
+            request_id=request_id,
+            prompt_ids=stream.runtime_ids,
+            # vLLM's per-request seed, one per turn: the tutor's draws follow the dialogue, not the batch it lands in
+            sampling_params={**sampling_params, "max_tokens": cap, "seed": turn_seed(seed, len(stream.messages))},
         )
         timing["tutor_s"] += time.perf_counter() - start
         _merge_server_fields(stream.server_fields, output.extra_fields)
@@ -249,25 +253,35 @@ class PearlTutorAgentLoop(AgentLoopBase):
         )
 
 
-def member_seed(sample: PearlSample, kwargs: dict[str, Any]) -> int:
-    """The student's per-member random seed: distinct across a group's members, stable per member.
+def member_seed(sample: PearlSample, kwargs: dict[str, Any], run_seed: int = 0) -> int:
+    """A dialogue's random seed (its student's, and its tutor turns'): distinct across a group's members, stable per member.
 
-    Built from the condition seed, verl's per-member ``session_id`` (V1 trainer) and which row it is. A held-out
-    row (``extra_info.split`` other than ``train``) is named by its problem and its place in the file, so every
-    evaluation of a run gives each member the same student draws and two evaluations pair student for student; a
-    training row by verl's group id, a fresh ``uuid4`` a batch, so a problem met again in a later epoch meets new
-    draws. Without a session id (legacy trainer) every call draws a fresh seed.
+    Built from the run's seed (``rollout.seed``), the condition seed, verl's per-member ``session_id`` (V1
+    trainer) and which row it is, never from verl's group id (a fresh ``uuid4`` a batch), so one seed gives one
+    run. A held-out row (``extra_info.split`` other than ``train``) is named by its problem and its place in
+    the file, so every evaluation of a run gives each member the same draws and two evaluations pair student
+    for student; a training row also by the step that draws it, so a problem met again in a later epoch meets
+    new draws. A row without ``extra_info.index`` falls back to the group id. Without a session id (legacy
+    trainer) every call draws a fresh seed.
     """
     session = kwargs.get("session_id")
     if session is None:
         return int.from_bytes(uuid4().bytes[:4], "little")
     extra = kwargs.get("extra_info")
-    split = extra.get("split") if isinstance(extra, Mapping) else None
+    extra = extra if isinstance(extra, Mapping) else {}
+    split, index = extra.get("split"), extra.get("index")
     if split is not None and split != "train":
-        row = f"{split}:{sample.problem.problem_id}:{extra.get('index')}"
+        row = f"{split}:{sample.problem.problem_id}:{index}"
+    elif index is not None and kwargs.get("global_steps") is not None:
+        row = f"train:{sample.problem.problem_id}:{index}:{kwargs['global_steps']}"
     else:
         row = str(kwargs.get("uid", sample.problem.problem_id))
-    return zlib.crc32(f"{sample.condition.seed}:{row}:{session}".encode())
+    return zlib.crc32(f"{run_seed}:{sample.condition.seed}:{row}:{session}".encode())
+
+
+def turn_seed(dialogue_seed: int, position: int) -> int:
+    """The sampling seed of the tutor turn at ``position`` (messages so far) in a dialogue."""
+    return zlib.crc32(f"tutor:{dialogue_seed}:{position}".encode())
 
 
 # verl builds an agent loop per sample: parse the config and scan the vocabulary once per object.
@@ -415,5 +429,5 @@ def episode_from_extra_fields(extra_fields: dict[str, Any] | None) -> EpisodeRec
 
 
 __all__: Sequence[str] = (
-    "AGENT_NAME", "PearlTutorAgentLoop", "episode_from_extra_fields", "member_seed", "special_ids"
+    "AGENT_NAME", "PearlTutorAgentLoop", "episode_from_extra_fields", "member_seed", "special_ids", "turn_seed"
 )

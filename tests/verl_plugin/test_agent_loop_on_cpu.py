@@ -203,23 +203,49 @@ def test_group_members_share_the_condition_and_not_the_seed(verl_config, tokeniz
     assert all(c == CONDITION for c in conditions) and len(set(seeds)) == 8
 
 
-def test_a_held_out_rows_students_draw_alike_at_every_evaluation_and_a_training_rows_do_not():
-    """Two validations of a run pair student for student (verl gives each batch a fresh uuid4 group id); two
-    training batches of one problem do not, nor do a group's members."""
+def test_a_dialogues_seed_comes_from_the_run_the_row_and_the_member_never_from_verls_group_id():
+    """verl gives each batch a fresh uuid4 group id: a seed built from it would give two runs of one seed other
+    dialogues. Two validations pair student for student; a training row meets new draws at another step; a group's
+    members, other rows of the problem and other run seeds differ."""
     from pearl_verl.verl_plugin.agent_loop import member_seed
 
     sample = PearlSample(PROBLEM, CONDITION, "help")
 
-    def seed(split, uid, session, index=4):
-        row = {**_row(session), "uid": uid, "extra_info": {**sample.to_extra_info(), "split": split, "index": index}}
-        return member_seed(sample, row)
+    def seed(split, uid, session, index=4, steps=3, run_seed=0):
+        row = {**_row(session), "uid": uid, "global_steps": steps,
+               "extra_info": {**sample.to_extra_info(), "split": split, "index": index}}
+        return member_seed(sample, row, run_seed)
 
-    held = [[seed("val", f"eval-{k}", session) for session in range(4)] for k in range(2)]
+    held = [[seed("val", f"eval-{k}", session, steps=k) for session in range(4)] for k in range(2)]
     assert held[0] == held[1] and len(set(held[0])) == 4
     assert seed("val", "a", 0, index=5) != seed("val", "a", 0, index=4)  # another row of the same problem
-    assert seed("train", "batch-1", 0) != seed("train", "batch-2", 0)
-    assert member_seed(sample, {**_row(0), "uid": "u"}) != member_seed(sample, {**_row(0), "uid": "v"})  # no split
+    assert seed("train", "batch-1", 0) == seed("train", "batch-2", 0)  # the same row at the same step
+    assert seed("train", "a", 0, steps=3) != seed("train", "a", 0, steps=9)  # met again in a later epoch
     assert seed("val", "a", 0) != seed("train", "a", 0)
+    assert seed("val", "a", 0, run_seed=1) != seed("val", "a", 0) and seed("train", "a", 0, run_seed=1) != seed("train", "a", 0)
+    # a row without its place in the file falls back to the group id
+    assert member_seed(sample, {**_row(0), "uid": "u"}) != member_seed(sample, {**_row(0), "uid": "v"})
+
+
+def test_each_tutor_turn_asks_for_its_own_seed_and_one_seed_gives_one_dialogue(verl_config, tokenizer, monkeypatch):
+    """The seed travels as vLLM's per-request ``seed``: a server that samples by it (vLLM, the hf rollout) gives the
+    same dialogue whatever batch a turn lands in."""
+    class SeededServer(FakeServer):  # samples from the request's seed only, as a seeded vLLM request does
+        async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+            self.rng = random.Random(sampling_params["seed"])
+            return await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params)
+
+    async def dialogue(session, server_rng):
+        server = SeededServer(tokenizer, random.Random(server_rng), end_prob=0.0)
+        loop = await _loop(verl_config, tokenizer, server, FakeSimulator(random.Random(5), conclude_prob=0.0),
+                           monkeypatch)
+        row = {**_row(session), "extra_info": {**_row()["extra_info"], "split": "val", "index": 2}}
+        await loop.run({"temperature": 1.0}, **row)
+        return server.texts
+
+    first, again, other = (asyncio.run(dialogue(s, r)) for s, r in ((0, 1), (0, 2), (1, 1)))
+    assert len(first) > 1 and len(set(first)) == len(first)  # a new seed each turn
+    assert again == first and other != first
 
 
 def test_one_request_id_per_episode_and_budget_passed_as_max_tokens(verl_config, tokenizer, monkeypatch):

@@ -86,6 +86,57 @@ def test_generated_tokens_carry_the_log_probs_verls_actor_computes(tiny_moe, tem
         assert torch.allclose(torch.tensor(output.log_probs), expected, atol=1e-4)
 
 
+def _generate_seeded(server, requests: dict[str, tuple[list[int], int]], **params) -> dict[str, list[int]]:
+    """Each request's tokens, all requests sent together, each with its own seed."""
+    import asyncio
+
+    async def together():
+        base = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "max_tokens": 8, **params}
+        return await asyncio.gather(*(server.generate(key, prompt_ids=prompt, sampling_params={**base, "seed": seed})
+                                      for key, (prompt, seed) in requests.items()))
+
+    return {key: out.token_ids for key, out in zip(requests, asyncio.run(together()))}
+
+
+def test_a_seeded_request_samples_the_same_tokens_whatever_batch_it_lands_in(tiny_moe):
+    """Batches form by timing: a request's tokens depend on its seed, not on its batch-mates or the global generator."""
+    request = {"r": ([5, 6, 7, 8], 11)}
+    alone = _generate_seeded(HFGenerateServer(tiny_moe, 0, [], cache_bytes=0), request)["r"]
+    torch.manual_seed(123)  # the global generator plays no part
+    mates = {"m1": ([9, 10], 1), **request, "m2": (list(range(30, 50)), 2)}
+    batched = _generate_seeded(HFGenerateServer(tiny_moe, 0, [], cache_bytes=0), mates)
+    assert batched["r"] == alone
+    other_seed = _generate_seeded(HFGenerateServer(tiny_moe, 0, [], cache_bytes=0), {"r": ([5, 6, 7, 8], 12)})["r"]
+    assert other_seed != alone
+    top2 = _generate_seeded(HFGenerateServer(tiny_moe, 0, [], cache_bytes=0), mates, top_k=2, temperature=0.7)
+    assert top2["r"] != alone and top2 == _generate_seeded(HFGenerateServer(tiny_moe, 0, [], cache_bytes=0), mates,
+                                                           top_k=2, temperature=0.7)
+
+
+@pytest.mark.parametrize(("temperature", "top_k", "top_p"), [(1.0, None, None), (0.5, None, None), (1.0, 2, None),
+                                                             (1.0, None, 0.8)])
+def test_the_seeded_sampler_draws_from_the_warped_distribution(temperature, top_k, top_p):
+    """Over 4,000 seeds each token comes up as often as softmax(logits / T), truncated as top-k/top-p would."""
+    from pearl_verl.verl_plugin.cpu.hf_server import _SeededSampler
+
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0]])
+    probs = torch.softmax(logits[0] / temperature, -1)
+    if top_k:
+        probs[probs.argsort(descending=True)[top_k:]] = 0
+    if top_p:
+        order = probs.argsort(descending=True)
+        keep = torch.cumsum(probs[order], 0) - probs[order] < top_p  # smallest set reaching top_p
+        probs[order[~keep]] = 0
+    probs = probs / probs.sum()
+    counts = torch.zeros(5)
+    for seed in range(4000):
+        sampler = _SeededSampler([seed], temperature, top_k, top_p)
+        counts[int(sampler(torch.zeros((1, 1), dtype=torch.long), logits.clone()).argmax())] += 1
+    frequencies = counts / counts.sum()
+    assert torch.all(frequencies[probs == 0] == 0)
+    assert torch.allclose(frequencies, probs, atol=0.025), (frequencies, probs)
+
+
 def test_a_dialogue_kept_between_turns_generates_as_if_encoded_whole(tiny_moe):
     """Each dialogue's keys and values are found again at its next turn; what is sampled scores as a fresh encoding.
 

@@ -10,6 +10,9 @@ so a turn encodes the student's new answer, not the whole dialogue again.
 Each generated token comes with its log-probability under the model's logits divided by the
 temperature (what verl's actor computes as the old log-prob; top-k/top-p truncation is not
 applied to it), so verl's trainer can use them as ``rollout_log_probs``.
+
+A request's ``sampling_params["seed"]`` (vLLM's per-request seed) gives it its own random stream: what it
+samples does not depend on which other requests share its batch, which batches form by timing.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from transformers.generation.logits_process import (
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
 from verl.workers.rollout.replica import TokenOutput
 
 from pearl_verl.errors import InputError
@@ -40,6 +49,7 @@ logger = logging.getLogger(__name__)
 class _Request:
     prompt_ids: list[int]
     max_tokens: int
+    seed: int | None
     future: asyncio.Future
 
 
@@ -73,6 +83,32 @@ class _SampledLogProbs:
             self._last = None
 
 
+class _SeededSampler:
+    """Samples each row from its own generator, so a row's tokens do not depend on the rest of its batch.
+
+    transformers' sampling draws the whole batch from torch's one generator: a row's draws then depend on
+    which rows share the batch and in what order. Here the warped scores (temperature, top-k, top-p, the
+    warpers transformers itself would apply) get Gumbel noise from the row's generator, and generation
+    takes the argmax: the Gumbel-max trick, a draw from the same distribution. Run it last, with
+    ``do_sample=False``.
+    """
+
+    def __init__(self, seeds: list[int], temperature: float, top_k: int | None, top_p: float | None) -> None:
+        self.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+        warpers = [TemperatureLogitsWarper(temperature)]
+        if top_k:
+            warpers.append(TopKLogitsWarper(top_k))
+        if top_p is not None and top_p < 1.0:
+            warpers.append(TopPLogitsWarper(top_p))
+        self.warpers = LogitsProcessorList(warpers)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        warped = torch.log_softmax(self.warpers(input_ids, scores.float()), dim=-1)
+        exponentials = torch.stack([torch.empty(scores.shape[-1]).exponential_(generator=g) for g in self.generators])
+        # argmax(log p - log E), E ~ Exp(1), is a draw from p (-log E is Gumbel noise)
+        return warped - exponentials.clamp_min(1e-30).log().to(scores.device)
+
+
 class HFGenerateServer:
     """``generate(request_id, *, prompt_ids, sampling_params)`` -> ``TokenOutput``, batched.
 
@@ -87,8 +123,9 @@ class HFGenerateServer:
         cache_bytes: most memory for the dialogues' kept keys and values (least recently used go first);
             0 keeps none, and every turn encodes its whole prompt.
 
-    Sampling draws from torch's global generator: seed it (``torch.manual_seed``) for reproducible
-    rollouts; batches are generated one at a time in a single worker thread.
+    Each request samples from its own generator, seeded by ``sampling_params["seed"]`` (the agent loop gives
+    every tutor turn one); a request without a seed draws its seed from torch's global generator. Batches
+    are generated one at a time in a single worker thread.
     """
 
     def __init__(self, model: torch.nn.Module, pad_token_id: int, stop_token_ids: Iterable[int], max_batch: int = 64,
@@ -107,7 +144,9 @@ class HFGenerateServer:
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs: Any) -> TokenOutput:
         loop = asyncio.get_running_loop()
-        request = _Request(list(prompt_ids), int(sampling_params.get("max_tokens") or 256), loop.create_future())
+        seed = sampling_params.get("seed")
+        request = _Request(list(prompt_ids), int(sampling_params.get("max_tokens") or 256),
+                           None if seed is None else int(seed), loop.create_future())
         self._sampling = {k: sampling_params.get(k) for k in ("temperature", "top_p", "top_k")}
         self._pending.append(request)
         if self._worker is None or self._worker.done():
@@ -170,19 +209,22 @@ class HFGenerateServer:
         temperature = float(self._sampling.get("temperature") or 0.0)
         top_k = self._sampling.get("top_k")
         log_probs = _SampledLogProbs(temperature)
+        processors: list[Any] = [log_probs]
+        if temperature > 0:
+            seeds = [int(torch.randint(2**62, ())) if r.seed is None else r.seed for r in batch]
+            top_p = self._sampling.get("top_p")
+            processors.append(_SeededSampler(seeds, temperature, top_k if top_k and top_k > 0 else None,
+                                             None if top_p is None else float(top_p)))
         out = self.model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
             past_key_values=batch_cache(hits, cached) if cached else None,
             return_dict_in_generate=True,
             max_new_tokens=max(r.max_tokens for r in batch),
-            do_sample=temperature > 0,
-            temperature=temperature if temperature > 0 else None,
-            top_p=self._sampling.get("top_p") if temperature > 0 else None,
-            top_k=top_k if (temperature > 0 and top_k and top_k > 0) else None,
+            do_sample=False,  # the seeded sampler has drawn: generation takes its argmax
             eos_token_id=self.stop_token_ids,
             pad_token_id=self.pad_token_id,
-            logits_processor=[log_probs],
+            logits_processor=processors,
         )
         sampled = out.sequences
         chosen = log_probs.finish(sampled[:, -1]).tolist()
