@@ -42,10 +42,14 @@ def socratic(make_episode):
 
 def test_observables_read_what_the_tutor_did(make_episode, leaking, socratic):
     assert observables(leaking) == {"well_formed": 1.0, "asks_about_work": 0.0, "rechecks": 0.0, "praises": 0.0,
-                                    "gives_answer": 1.0, "blames": 1.0, "tutor_ends_after_solution": 1.0, "solved": 1.0}
+                                    "praises_wrong": 0.0, "gives_answer": 1.0, "blames": 1.0,
+                                    "tutor_ends_after_solution": 1.0, "solved": 1.0}
     observed = observables(socratic)
     assert observed["asks_about_work"] == 0.5 and observed["praises"] == 0.5 and observed["gives_answer"] == 0.0
     assert observables(_episode(make_episode, "How did you get 7? Check it.", "7", "Look again."))["rechecks"] == 1.0
+    assert observed["praises_wrong"] == 0.0  # "Well done!" answered the right answer
+    praised = observables(_episode(make_episode, "What do you know so far?", "I think it is 7", "Well done! Next step?"))
+    assert praised["praises_wrong"] == 1.0 and praised["praises"] == 0.5
 
 
 @pytest.mark.parametrize("junk", ["xqzv check plmk that?", "Let's check that together. How did you",
