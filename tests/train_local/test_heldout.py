@@ -50,6 +50,8 @@ def test_observables_read_what_the_tutor_did(make_episode, leaking, socratic):
     assert observed["praises_wrong"] == 0.0  # "Well done!" answered the right answer
     praised = observables(_episode(make_episode, "What do you know so far?", "I think it is 7", "Well done! Next step?"))
     assert praised["praises_wrong"] == 1.0 and praised["praises"] == 0.5
+    rechecked = observables(_episode(make_episode, "What do you know?", "I think it is 7", "Well done! Check that number?"))
+    assert rechecked["praises_wrong"] == 0.0 and rechecked["praises"] == 0.5
 
 
 @pytest.mark.parametrize("junk", ["xqzv check plmk that?", "Let's check that together. How did you",
