@@ -63,8 +63,8 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from transformers import AutoModelForCausalLM
 
+    from pearl_verl.models.prefix_cache import DEFAULT_MAX_BYTES
     from pearl_verl.models.prepare import prepare_model
-    from pearl_verl.verl_plugin.cpu.prefix_cache import DEFAULT_MAX_BYTES
 
     with tempfile.TemporaryDirectory() as tmp:
         model = AutoModelForCausalLM.from_pretrained(prepare_model("tiny", Path(tmp)), dtype=torch.float32).eval()

@@ -24,7 +24,8 @@ The layers, lowest first; a module imports from its own layer and the ones below
    h. ``pearl_config``: the root ``pearl:`` section over all of them;
    i. the method's commands, each package's ``*_cli`` modules: above everything they run;
 4. the tools around it: ``eval``, ``sft``, ``compare``, ``view``, ``faults``, ``models`` (the
-   models a run starts from: the tiny offline ones, SmolLM2 from its wheel);
+   models a run starts from: the tiny offline ones, SmolLM2 from its wheel; and ``hf_generate``, the one
+   HF-generate path, for verl's ``hf`` rollout and the evaluations' local chat backend);
 5. verl: ``verl_plugin`` (with ``verl_plugin.cpu``, what verl needs on a machine without a GPU and its
    configs), ``train_local`` (the ``train-local`` launcher of verl's trainer) and ``plan`` (the capacity
    plan of a verl recipe, read from the config it composes);

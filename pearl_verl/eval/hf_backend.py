@@ -1,11 +1,12 @@
 """Local Hugging Face models for evaluations: a chat backend over ``generate`` and a scalar reward model.
 
 ``HFChatBackend`` lets a model directory stand in for an endpoint (an evaluated tutor, a
-MathTutorBench model) on one machine, CPU included, for small models. ``HFRewardModel`` scores a
-conversation with a sequence-classification head (``num_labels=1``), the interface of
-MathTutorBench's pedagogical reward model. Both load from a local path only (nothing from a hub)
-and run one forward pass at a time in a worker thread, so the event loop stays responsive; on the
-GPU when there is one (:func:`default_device`).
+MathTutorBench model) on one machine, CPU included, for small models; it generates through
+:class:`~pearl_verl.models.hf_generate.HFGenerator`, as verl's ``hf`` rollout does, so concurrent dialogues share
+batches and each keeps its keys and values between turns. ``HFRewardModel`` scores a conversation with a
+sequence-classification head (``num_labels=1``), the interface of MathTutorBench's pedagogical reward model.
+Both load from a local path only (nothing from a hub) and run the model in a worker thread, so the event loop
+stays responsive; on the GPU when there is one (:func:`default_device`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import asyncio
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pearl_verl.errors import InputError
 from pearl_verl.llm.chat_types import ChatResult, LLMCallError, Message, SamplingConfig, UsageMeter
@@ -47,7 +48,8 @@ class HFChatBackend:
     Args:
         path: a model directory with a tokenizer that has a chat template.
         sampling: default sampling (temperature 0 means greedy decoding).
-        seed: seeds torch before each call, so runs are reproducible.
+        seed: with the call's number and the sample's, seeds each sample (a call's ``sampling.seed`` replaces it),
+            so runs are reproducible.
         device: torch device (None: :func:`default_device`).
     """
 
@@ -55,6 +57,8 @@ class HFChatBackend:
         self, path: str | Path, sampling: SamplingConfig | None = None, seed: int = 0, device: str | None = None
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from pearl_verl.models.hf_generate import HFGenerator
 
         folder = _model_dir(path, "tutor model")
         self.name = folder.name
@@ -65,65 +69,48 @@ class HFChatBackend:
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         if not getattr(self.tokenizer, "chat_template", None):
             raise InputError(f"the tokenizer in {folder} has no chat template; use an instruction-tuned model.")
-        self.model = AutoModelForCausalLM.from_pretrained(folder).to(self.device).eval()
-        self._lock = threading.Lock()
+        model = AutoModelForCausalLM.from_pretrained(folder).to(self.device).eval()
+        ends = model.generation_config.eos_token_id
+        ends = set(ends if isinstance(ends, list) else [ends]) | {self.tokenizer.eos_token_id}
+        self.end_ids = frozenset(ends - {None})
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.generator = HFGenerator(model, pad, self.end_ids)
         self._calls = 0
 
     async def chat(self, messages: Sequence[Message], sampling: SamplingConfig | None = None) -> ChatResult:
         """One completion per requested sample; raises :class:`LLMCallError` if generation fails."""
+        from pearl_verl.models.hf_generate import Sampling
+
         sampling = sampling or self.sampling
+        self._calls += 1
         start = time.perf_counter()
         try:
-            texts, reasons, prompt_tokens, completion_tokens = await asyncio.get_running_loop().run_in_executor(
-                None, self._generate, [dict(m) for m in messages], sampling
-            )
+            prompt = self.tokenizer.apply_chat_template([dict(m) for m in messages], add_generation_prompt=True,
+                                                        tokenize=True, return_dict=True)["input_ids"]
+            cap = sampling.max_tokens or 512
+            how = Sampling(sampling.temperature, sampling.top_p, sampling.top_k or 0)
+            seeds = [sampling.seed + k if sampling.seed is not None else zlib.crc32(f"{self.seed}:{self._calls}:{k}".encode())
+                     for k in range(sampling.n)]
+            samples = await asyncio.gather(*(self.generator.sample(prompt, cap, how, seed) for seed in seeds))
         except (RuntimeError, ValueError) as exc:  # torch and tokenizer errors; counted, then flagged by callers
             self.usage.record(None, 1, time.perf_counter() - start, "local_generate")
             raise LLMCallError(f"local generation with {self.name} failed: {exc}", "local_generate", 1) from exc
+        decoded = [self.tokenizer.decode(ids, skip_special_tokens=True) for ids, _ in samples]
+        # "length" as a server says it: the cap reached with no end token and no stop string
+        reasons = tuple(
+            "length" if len(ids) >= cap and ids[-1] not in self.end_ids and not any(m in text for m in sampling.stop)
+            else "stop"
+            for (ids, _), text in zip(samples, decoded, strict=True)
+        )
         result = ChatResult(
-            texts=tuple(texts),
+            texts=tuple(self._cut(text, sampling.stop) for text in decoded),
             finish_reasons=reasons,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            prompt_tokens=len(prompt),
+            completion_tokens=sum(len(ids) for ids, _ in samples),
             latency_s=time.perf_counter() - start,
         )
         self.usage.record(result, 1, result.latency_s)
         return result
-
-    def _generate(
-        self, messages: list[dict[str, str]], sampling: SamplingConfig
-    ) -> tuple[list[str], tuple[str, ...], int, int]:
-        """(texts, finish reasons as a server gives them, prompt tokens, completion tokens)."""
-        import torch
-
-        with self._lock:
-            self._calls += 1
-            torch.manual_seed(self.seed * 1_000_003 + self._calls if sampling.seed is None else sampling.seed)
-            ids = self.tokenizer.apply_chat_template(
-                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-            )["input_ids"].to(self.device)
-            greedy = sampling.temperature == 0
-            options: dict[str, Any] = {
-                "max_new_tokens": sampling.max_tokens or 512,
-                "do_sample": not greedy,
-                "num_return_sequences": sampling.n,
-                "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
-            }
-            if not greedy:
-                options.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or 0)
-            with torch.no_grad():
-                out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **options)
-            new = out[:, ids.shape[1] :]
-            decoded = [self.tokenizer.decode(row, skip_special_tokens=True) for row in new]
-            ends = {self.tokenizer.eos_token_id, options["pad_token_id"]} - {None}
-            # "length" as a server says it: the cap reached with no end token and no stop string
-            reasons = tuple(
-                "length" if len(row) >= options["max_new_tokens"] and int(row[-1]) not in ends
-                and not any(marker in text for marker in sampling.stop) else "stop"
-                for row, text in zip(new, decoded, strict=True)
-            )
-            texts = [self._cut(text, sampling.stop) for text in decoded]
-            return texts, reasons, int(ids.shape[1]), int(new.numel())
 
     @staticmethod
     def _cut(text: str, stop: Sequence[str]) -> str:

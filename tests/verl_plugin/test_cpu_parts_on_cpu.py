@@ -113,30 +113,6 @@ def test_a_seeded_request_samples_the_same_tokens_whatever_batch_it_lands_in(tin
                                                            top_k=2, temperature=0.7)
 
 
-@pytest.mark.parametrize(("temperature", "top_k", "top_p"), [(1.0, None, None), (0.5, None, None), (1.0, 2, None),
-                                                             (1.0, None, 0.8)])
-def test_the_seeded_sampler_draws_from_the_warped_distribution(temperature, top_k, top_p):
-    """Over 4,000 seeds each token comes up as often as softmax(logits / T), truncated as top-k/top-p would."""
-    from pearl_verl.verl_plugin.cpu.hf_server import _SeededSampler
-
-    logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0]])
-    probs = torch.softmax(logits[0] / temperature, -1)
-    if top_k:
-        probs[probs.argsort(descending=True)[top_k:]] = 0
-    if top_p:
-        order = probs.argsort(descending=True)
-        keep = torch.cumsum(probs[order], 0) - probs[order] < top_p  # smallest set reaching top_p
-        probs[order[~keep]] = 0
-    probs = probs / probs.sum()
-    counts = torch.zeros(5)
-    for seed in range(4000):
-        sampler = _SeededSampler([seed], temperature, top_k, top_p)
-        counts[int(sampler(torch.zeros((1, 1), dtype=torch.long), logits.clone()).argmax())] += 1
-    frequencies = counts / counts.sum()
-    assert torch.all(frequencies[probs == 0] == 0)
-    assert torch.allclose(frequencies, probs, atol=0.025), (frequencies, probs)
-
-
 def test_a_dialogue_kept_between_turns_generates_as_if_encoded_whole(tiny_moe):
     """Each dialogue's keys and values are found again at its next turn; what is sampled scores as a fresh encoding.
 
@@ -144,7 +120,7 @@ def test_a_dialogue_kept_between_turns_generates_as_if_encoded_whole(tiny_moe):
     problem's group), one whose earlier tokens changed, and one that is new; a weight update drops what the old
     weights computed.
     """
-    from pearl_verl.verl_plugin.cpu.prefix_cache import BLOCK
+    from pearl_verl.models.prefix_cache import BLOCK
 
     torch.manual_seed(0)
     server = HFGenerateServer(tiny_moe, pad_token_id=0, stop_token_ids=[], max_batch=8)
@@ -184,7 +160,7 @@ def test_a_dialogue_kept_between_turns_generates_as_if_encoded_whole(tiny_moe):
 
 
 def test_the_kept_sequences_stay_within_their_memory_least_recently_used_first():
-    from pearl_verl.verl_plugin.cpu.prefix_cache import BLOCK, PrefixCache
+    from pearl_verl.models.prefix_cache import BLOCK, PrefixCache
 
     def layers(tokens: int):  # two layers, keys and values of 2 heads x 4 dims: 128 bytes a token
         return [(torch.ones(2, tokens, 4), torch.ones(2, tokens, 4)) for _ in range(2)]

@@ -60,9 +60,9 @@ class HFRolloutServer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from verl.utils.fs import copy_to_local
 
+        from pearl_verl.models.prefix_cache import DEFAULT_MAX_BYTES
         from pearl_verl.verl_plugin.agent_loop import special_ids
         from pearl_verl.verl_plugin.cpu.hf_server import HFGenerateServer
-        from pearl_verl.verl_plugin.cpu.prefix_cache import DEFAULT_MAX_BYTES
 
         path = copy_to_local(self.model_config.path)
         tokenizer = AutoTokenizer.from_pretrained(path)
