@@ -31,6 +31,11 @@ class AgentConfig:
             end-of-turn token the policy is not trained on (mask 0) and the dialogue goes on.
             None: only the episode's response budget (``data.max_response_length``) applies;
             spending that ends the episode as incomplete (``token_budget``).
+        seed_turns: give every tutor turn its own sampling seed (vLLM's per-request ``seed``), built from
+            ``rollout.seed``, the row, the group member and the turn, so that one seed gives one set of dialogues
+            whatever batch a turn lands in. On by default on a CPU (``parts/cpu.yaml``); off by default, because
+            with any seeded request vLLM's GPU sampler leaves FlashInfer's top-k/top-p kernels for its PyTorch
+            path, and a GPU's batched kernels do not give one seed one run anyway.
     """
 
     RANGES: ClassVar[Mapping[str, Range]] = {
@@ -41,6 +46,7 @@ class AgentConfig:
     max_tutor_turns: int = EpisodeLimits.max_tutor_turns
     include_reference: bool = True
     max_tokens_per_turn: int | None = None
+    seed_turns: bool = False
 
     def __post_init__(self) -> None:
         check_ranges(self, prefix="pearl.agent.")

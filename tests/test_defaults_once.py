@@ -49,6 +49,9 @@ INDEPENDENT = {
     ("pearl_verl/eval/protocol.py", "pearl.student.top_k"): "the evaluated tutor's sampling (paper: 50)",
     ("pearl_verl/student/simulate_cli.py", "pearl.student.top_k"): "the tutor's top-k in simulate (paper: 50)",
     ("pearl_verl/train_local/local_config.py", "reward.reward_kwargs.top_k"): "the tutor's top-k in train-local",
+    ("pearl_verl/models/hf_generate.py", "pearl.student.temperature"): "vLLM's default for a request that names none",
+    ("pearl_verl/models/hf_generate.py", "pearl.student.top_p"): "vLLM's default for a request that names none",
+    ("pearl_verl/models/hf_generate.py", "reward.reward_kwargs.top_p"): "vLLM's default for a request that names none",
 }
 """(file, setting) pairs where the same name and number is another setting; each says whose it is."""
 

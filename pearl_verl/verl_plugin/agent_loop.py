@@ -181,12 +181,11 @@ class PearlTutorAgentLoop(AgentLoopBase):
             return TutorReply("", budget_exhausted=True)
         cap = min(remaining, self.settings.max_tokens_per_turn or remaining)
         start = time.perf_counter()
-        output = await self.server_manager.generate(
-            request_id=request_id,
-            prompt_ids=stream.runtime_ids,
-            # vLLM's per-request seed, one per turn: the tutor's draws follow the dialogue, not the batch it lands in
-            sampling_params={**sampling_params, "max_tokens": cap, "seed": turn_seed(seed, len(stream.messages))},
-        )
+        params = {**sampling_params, "max_tokens": cap}
+        if self.settings.seed_turns:  # vLLM's per-request seed: the draws follow the dialogue, not its batch
+            params["seed"] = turn_seed(seed, len(stream.messages))
+        output = await self.server_manager.generate(request_id=request_id, prompt_ids=stream.runtime_ids,
+                                                    sampling_params=params)
         timing["tutor_s"] += time.perf_counter() - start
         _merge_server_fields(stream.server_fields, output.extra_fields)
         use_logprobs = bool(stream.logprobs or output.log_probs)
@@ -254,7 +253,8 @@ class PearlTutorAgentLoop(AgentLoopBase):
 
 
 def member_seed(sample: PearlSample, kwargs: dict[str, Any], run_seed: int = 0) -> int:
-    """A dialogue's random seed (its student's, and its tutor turns'): distinct across a group's members, stable per member.
+    """A dialogue's random seed (its student's, and with ``pearl.agent.seed_turns`` its tutor turns'): distinct
+    across a group's members, stable per member.
 
     Built from the run's seed (``rollout.seed``), the condition seed, verl's per-member ``session_id`` (V1
     trainer) and which row it is, never from verl's group id (a fresh ``uuid4`` a batch), so one seed gives one

@@ -238,7 +238,7 @@ def test_each_tutor_turn_asks_for_its_own_seed_and_one_seed_gives_one_dialogue(v
     async def dialogue(session, server_rng):
         server = SeededServer(tokenizer, random.Random(server_rng), end_prob=0.0)
         loop = await _loop(verl_config, tokenizer, server, FakeSimulator(random.Random(5), conclude_prob=0.0),
-                           monkeypatch)
+                           monkeypatch, extra=["+pearl.agent.seed_turns=true"])
         row = {**_row(session), "extra_info": {**_row()["extra_info"], "split": "val", "index": 2}}
         await loop.run({"temperature": 1.0}, **row)
         return server.texts
@@ -246,6 +246,24 @@ def test_each_tutor_turn_asks_for_its_own_seed_and_one_seed_gives_one_dialogue(v
     first, again, other = (asyncio.run(dialogue(s, r)) for s, r in ((0, 1), (0, 2), (1, 1)))
     assert len(first) > 1 and len(set(first)) == len(first)  # a new seed each turn
     assert again == first and other != first
+
+
+def test_without_seed_turns_no_turn_asks_for_a_seed(verl_config, tokenizer, monkeypatch):
+    """Off by default (a seeded request takes vLLM's GPU sampler off FlashInfer): verl's sampling goes as it came."""
+    seen = []
+
+    class RecordingServer(FakeServer):
+        async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+            seen.append(dict(sampling_params))
+            return await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params)
+
+    async def run():
+        loop = await _loop(verl_config, tokenizer, RecordingServer(tokenizer, random.Random(5), end_prob=0.0),
+                           FakeSimulator(random.Random(5), conclude_prob=0.0), monkeypatch)
+        await loop.run({"temperature": 1.0}, **_row())
+
+    asyncio.run(run())
+    assert len(seen) > 1 and all("seed" not in params and params["temperature"] == 1.0 for params in seen)
 
 
 def test_one_request_id_per_episode_and_budget_passed_as_max_tokens(verl_config, tokenizer, monkeypatch):

@@ -188,6 +188,7 @@ RUN_KEYS = (
     "actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.dtype", "actor_rollout_ref.rollout.tensor_model_parallel_size",
     "actor_rollout_ref.rollout.gpu_memory_utilization", "actor_rollout_ref.rollout.top_k", "actor_rollout_ref.rollout.val_kwargs.",
     # sizes, seeds, learning rate, sampling temperature
+    "pearl.agent.seed_turns",  # one seed, one set of dialogues: on a CPU, not on a GPU's vLLM sampler
     "data.train_batch_size", "data.max_prompt_length", "data.max_response_length", "data.seed",
     "actor_rollout_ref.actor.ppo_mini_batch_size", "critic.ppo_mini_batch_size", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
