@@ -18,6 +18,7 @@ update done, saved (:mod:`pearl_verl.verl_plugin.stall`) and its metrics logged.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -59,8 +60,8 @@ class PearlSyncTrainer(PPOTrainerSync):
     def __init__(self, config: DictConfig) -> None:
         check_v1_advantage_step()  # before verl builds workers: a renamed step would never be called
         check_v1_validation()
+        self.pearl_config = pearl_config_from_root(config)  # before verl's __init__ builds the replay buffer
         super().__init__(config)
-        self.pearl_config = pearl_config_from_root(config)
         self.failure_guard = failure_guard(config)
         self._stall: TrainingStalled | None = None
         self._stop: TrainingStalled | None = None  # the stall, with where its step is saved
@@ -73,6 +74,14 @@ class PearlSyncTrainer(PPOTrainerSync):
         # lost a step, which is noise on a cluster and a fifth of a CPU step. A check costs a TransferQueue lookup.
         if getattr(buffer, "poll_interval", 0) > REPLAY_POLL_S:
             buffer.poll_interval = REPLAY_POLL_S
+        if self.pearl_config.agent.seed_turns:
+            sample = buffer.sample
+
+            def in_dataset_order(*args: Any, **kwargs: Any) -> Any:
+                batch, info = sample(*args, **kwargs)
+                return dataset_order(batch), info
+
+            buffer.sample = in_dataset_order
         return buffer
 
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
@@ -139,7 +148,7 @@ class PearlSyncTrainer(PPOTrainerSync):
             return {**super()._validate(), VALIDATION_TIME_KEY: time.perf_counter() - start}
         rows: list[dict[str, Any]] = []
         buffer = self.replay_buffer
-        sample = buffer.sample
+        sample, own = buffer.sample, vars(buffer).get("sample")  # own: the dataset-order wrapper, if set
 
         def sample_and_keep(*args: Any, **kwargs: Any) -> Any:
             batch, info = sample(*args, **kwargs)
@@ -149,8 +158,11 @@ class PearlSyncTrainer(PPOTrainerSync):
         buffer.sample = sample_and_keep
         try:
             metrics = super()._validate()
-        finally:
-            del buffer.sample  # the class's own again
+        finally:  # what sampled before
+            if own is None:
+                del buffer.sample
+            else:
+                buffer.sample = own
         write_dump(folder, self.global_steps, sorted(rows, key=lambda row: (row["problem"], row["member"])))
         return {**metrics, VALIDATION_TIME_KEY: time.perf_counter() - start}
 
@@ -221,6 +233,25 @@ def check_pearl_trainer_config(config: DictConfig) -> None:
     v1_mode = OmegaConf.select(config, "trainer.v1.trainer_mode", default=None)
     if accepts_pearl_inputs(estimator) and config.trainer.get("use_v1", True) and v1_mode != TRAINER_MODE:
         check_scalar_fallback(config)  # verl's other V1 modes hand the estimator the scalar reward only
+
+
+def dataset_order(batch: KVBatchMeta) -> KVBatchMeta:
+    """The batch's rows by dataset row, group member and output, not in the order their dialogues finished.
+
+    verl's replay buffer hands a step's rows over as they finished, so the update's micro-batches, and the order
+    in which they sum, would follow timing; with ``pearl.agent.seed_turns`` every sampled token follows the seed,
+    and in this order so does the update.
+    """
+    if batch.size < 2:
+        return batch
+    rows = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["index"]).pop("index").tolist()
+
+    def position(i: int) -> tuple[int, int, int]:
+        session, output = split_row_key(batch.keys[i])
+        return int(rows[i]), int(session.rpartition("_")[2]), output
+
+    order = sorted(range(batch.size), key=position)
+    return dataclasses.replace(batch, keys=[batch.keys[i] for i in order], tags=[batch.tags[i] for i in order])
 
 
 def final_session_rows(keys: Sequence[str]) -> tuple[list[int], torch.Tensor]:

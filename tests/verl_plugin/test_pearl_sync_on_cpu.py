@@ -19,7 +19,12 @@ from pearl_verl.advantage.estimator import compute_pearl_advantage
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.compat import VerlCouplingError
 from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
-from pearl_verl.verl_plugin.pearl_sync import PearlSyncTrainer, check_pearl_trainer_config, final_session_rows
+from pearl_verl.verl_plugin.pearl_sync import (
+    PearlSyncTrainer,
+    check_pearl_trainer_config,
+    dataset_order,
+    final_session_rows,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.serial]  # Ray: one at a time under pytest-xdist
 
@@ -261,6 +266,21 @@ def test_final_session_rows():
     assert row_to_final.tolist() == [0, 0, 1, 2, 2, 3]
     with pytest.raises(VerlCouplingError, match="Unexpected TransferQueue key 'nounderscore'"):
         final_session_rows(["nounderscore"])
+
+
+def test_a_batch_is_put_in_dataset_order_whatever_order_its_dialogues_finished(monkeypatch):
+    """The update's micro-batches follow the data, not timing: rows by dataset row, member, output; tags with them."""
+    from pearl_verl.verl_plugin import pearl_sync
+
+    finished = [("b9_1_0", 7), ("a1_0_1", 3), ("c5_0_0", 5), ("a1_0_0", 3), ("b9_0_0", 7)]  # uid_member_output, row
+    rows = dict(finished)
+    monkeypatch.setattr(pearl_sync.tq, "kv_batch_get", lambda keys, partition_id, select_fields: {
+        "index": torch.tensor([rows[k] for k in keys])})
+    batch = KVBatchMeta(keys=[k for k, _ in finished], tags=[{"key": k} for k, _ in finished], partition_id="train")
+    ordered = dataset_order(batch)
+    assert ordered.keys == ["a1_0_0", "a1_0_1", "c5_0_0", "b9_0_0", "b9_1_0"]  # the uids (uuid4s) play no part
+    assert [t["key"] for t in ordered.tags] == ordered.keys and ordered.partition_id == "train"
+    assert dataset_order(KVBatchMeta(keys=["x_0_0"], tags=[{}])).keys == ["x_0_0"]
 
 
 def test_pearl_judge_outside_pearl_sync_is_refused_at_startup(verl_config):
