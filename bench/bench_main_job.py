@@ -1,6 +1,6 @@
 """The main job (``pearl-verl train-local``, through verl's main_ppo) stage by stage: where its time and memory go.
 
-    python bench/bench_main_job.py [--steps 20] [--json out.json] [-- train-local flags]
+    python bench/bench_main_job.py [--steps N] [--json out.json] [-- train-local flags]
 
 Runs ``pearl-verl train-local`` (default settings unless flags follow ``--``) and reports from its own
 ``metrics.jsonl``: the cold start, each held-out evaluation (verl's validation, as ``pearl_sync`` times it), the
@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 import psutil
+
+from pearl_verl.train_local.local_config import LocalTrainConfig
 
 
 class TreeSampler:
@@ -98,7 +100,7 @@ def markdown(r: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=LocalTrainConfig.steps, help="training steps (default: the main job's)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--work", type=Path, help="keep the run's folder here (default: a temporary folder)")
     parser.add_argument("flags", nargs="*", help="train-local flags, after --")
