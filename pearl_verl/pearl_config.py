@@ -34,9 +34,10 @@ class AgentConfig:
         seed_turns: give every tutor turn its own sampling seed (vLLM's per-request ``seed``), built from
             ``rollout.seed``, the row, the group member and the turn, so that one seed gives one set of dialogues
             whatever batch a turn lands in; ``pearl_sync`` then also takes each batch in dataset order, so the
-            update sums in one order and a run repeats to the last digit. On by default on a CPU (``parts/cpu.yaml``); off by default, because
-            with any seeded request vLLM's GPU sampler leaves FlashInfer's top-k/top-p kernels for its PyTorch
-            path, and a GPU's batched kernels do not give one seed one run anyway.
+            update sums in one order and a run repeats to the last digit. On by default on a CPU
+            (``parts/cpu.yaml``); off by default, because with any seeded request vLLM's GPU sampler leaves
+            FlashInfer's top-k/top-p kernels for its PyTorch path, and a GPU's batched kernels do not give one
+            seed one run anyway.
     """
 
     RANGES: ClassVar[Mapping[str, Range]] = {

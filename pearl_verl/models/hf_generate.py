@@ -76,9 +76,9 @@ class _SampledLogProbs:
     """A logits processor that keeps the log-probability of each sampled token, not the whole vocabulary.
 
     It runs before :class:`_SeededSampler` (generation is greedy over what that returns, so transformers
-    adds no sampling warpers), so it sees the model's logits; it divides them by the temperature itself. The token drawn from step t's scores appears as the
-    last input id at step t+1, so each call gathers the previous step's choice; the final step's
-    choice is gathered by :meth:`finish`.
+    adds no sampling warpers), so it sees the model's logits; it divides them by the temperature itself.
+    The token drawn from step t's scores appears as the last input id at step t+1, so each call gathers
+    the previous step's choice; the final step's choice is gathered by :meth:`finish`.
     """
 
     def __init__(self, temperature: float) -> None:

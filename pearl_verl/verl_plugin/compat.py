@@ -150,6 +150,11 @@ def split_row_key(key: str) -> tuple[str, int]:
     return session, int(index)
 
 
+def session_member(session: str) -> int:
+    """The group member of a session ``{uid}_{session_id}`` (the session part of :func:`split_row_key`)."""
+    return int(session.rpartition("_")[2])
+
+
 # --- the engine registry -----------------------------------------------------------------------
 
 

@@ -41,7 +41,7 @@ from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.errors import InputError
 from pearl_verl.verl_plugin.adv_estimator import accepts_pearl_inputs, check_scalar_fallback, pearl_config_from_root
 from pearl_verl.verl_plugin.advantage_step import pearl_advantage_step
-from pearl_verl.verl_plugin.compat import check_v1_advantage_step, check_v1_validation, split_row_key
+from pearl_verl.verl_plugin.compat import check_v1_advantage_step, check_v1_validation, session_member, split_row_key
 from pearl_verl.verl_plugin.names import VALIDATION_TIME_KEY
 from pearl_verl.verl_plugin.rollout_dump import dump_rows, validation_rows, write_dump
 from pearl_verl.verl_plugin.stall import failure_guard, stop_with_checkpoint
@@ -172,7 +172,7 @@ class PearlSyncTrainer(PPOTrainerSync):
         extras, problems = data.pop("extra_fields").tolist(), data.pop("index").tolist()
         sessions = [split_row_key(batch.keys[i])[0] for i in final_rows]
         return validation_rows(self.global_steps, sessions, [extras[i] for i in final_rows],
-                               [int(problems[i]) for i in final_rows], [int(s.rpartition("_")[2]) for s in sessions])
+                               [int(problems[i]) for i in final_rows], [session_member(s) for s in sessions])
 
     def _feed_failure_guard(self, metrics: dict) -> None:
         """Count this step; a stop is kept for :meth:`on_step_end`, where the step can be saved."""
@@ -248,7 +248,7 @@ def dataset_order(batch: KVBatchMeta) -> KVBatchMeta:
 
     def position(i: int) -> tuple[int, int, int]:
         session, output = split_row_key(batch.keys[i])
-        return int(rows[i]), int(session.rpartition("_")[2]), output
+        return int(rows[i]), session_member(session), output
 
     order = sorted(range(batch.size), key=position)
     return dataclasses.replace(batch, keys=[batch.keys[i] for i in order], tags=[batch.tags[i] for i in order])
