@@ -6,7 +6,9 @@ about a minute each, half of it Ray's start. The probe judge (a test double that
 turns opening with a capital letter) gives the untrained policy's groups contrast; at lr 1e-2 a
 later step's groups can all agree (every dialogue learned the property, or none shows it), and then
 GRPO-style advantages are zero by definition: the checks follow each step's contrast, read from
-the step's dump, rather than assume it. Two runs of this ``main_ppo`` are
+the step's dump, rather than assume it. The run here is verl's legacy trainer; the same checks of the V1 trainer
+(``pearl_sync``, the recipes') run on every step of the learning regression test's two runs of this recipe
+(``test_main_ppo_learning_on_cpu.py``). Two runs of this ``main_ppo`` are
 ``tests/train_local/test_train_local.py``'s, a Ray start fewer each for the suite: a run stopped during its third
 step and resumed from its checkpoint (``trainer.resume_mode=auto``), and a run whose judge is down the whole time,
 which the failure guard stops with its message. The recipe's own kill and resume runs with verl's vLLM rollout
