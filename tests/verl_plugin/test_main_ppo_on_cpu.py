@@ -102,12 +102,13 @@ def assert_pearl_steps(rows: dict[int, dict], steps: list[int], contrasted: set[
             assert m["training/rollout_probs_diff_max"] < 2e-4, (step, m["training/rollout_probs_diff_max"])
 
 
-def assert_whole_stack(out: Path, proc: subprocess.CompletedProcess, v1: bool = True) -> None:
+def assert_legacy_whole_stack(out: Path, proc: subprocess.CompletedProcess) -> None:
+    """Three steps of the legacy trainer, which does not tag rollouts with their weights' step."""
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     assert "smoke run passed" in proc.stdout
     contrasted = assert_pearl_dumps(out / "rollouts", [1, 2, 3])
     assert 1 in contrasted  # the untrained policy's dialogues differ: the run had something to learn from
-    assert_pearl_steps(training_rows(out), [1, 2, 3], contrasted, v1=v1)
+    assert_pearl_steps(training_rows(out), [1, 2, 3], contrasted, v1=False)
 
 
 def assert_pearl_dumps(folder: Path, steps: list[int], dialogues: int = 2 * 4) -> set[int]:
@@ -127,4 +128,4 @@ def test_the_legacy_trainer_runs_the_whole_pearl_stack(watched_run, prepared, tm
     """Three steps of verl's legacy trainer (``trainer.use_v1=false``), the one a user's existing setup may run. The
     V1 trainer (``pearl_sync``, the recipes') is checked the same way, step by step, in each run of the learning
     regression test (test_main_ppo_learning_on_cpu.py), a Ray start fewer for the suite."""
-    assert_whole_stack(tmp_path, run_recipe(watched_run, prepared, tmp_path, "trainer.use_v1=false"), v1=False)
+    assert_legacy_whole_stack(tmp_path, run_recipe(watched_run, prepared, tmp_path, "trainer.use_v1=false"))
