@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pearl_verl.dialogue.answers import answers_match, mentions_answer, numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
@@ -40,11 +41,16 @@ _ASKS_FOR_ANSWER = re.compile(
     r"|can you (explain|show))\b",
     re.IGNORECASE,
 )
-_PRAISE = re.compile(r"\b(correct|right|exactly|well done|perfect|great job)\b", re.IGNORECASE)
+_PRAISE = re.compile(
+    r"\b(correct|right|exactly|well done|perfect|excellent|great( (job|work|thinking))?(?! (effort|try|question))"
+    r"|good (job|work|thinking)|nice (job|work)|that'?s it)\b",
+    re.IGNORECASE,
+)
 _NEGATED_PRAISE = re.compile(r"\b(not (quite )?(correct|right)|isn'?t (quite )?(correct|right))\b", re.IGNORECASE)
 _CHECK = re.compile(
     r"\b(check|how did you get|look again|re-?examine|are you sure|try (that|it) again|once more)\b", re.IGNORECASE
 )
+_POINTS_TO_MISTAKE = re.compile(r"\b(mistake|not quite|incorrect|error|wrong)\b", re.IGNORECASE)
 _EXPLAIN = re.compile(r"\b(explain|why|how did you|check|verify|make sense|walk me through)\b", re.IGNORECASE)
 _REFLECT = re.compile(
     r"\b(recap|summar\w*|key idea|remember|what did you learn|the method|approach|strategy)\b", re.IGNORECASE
@@ -60,6 +66,7 @@ _BINARY_EQUATION = re.compile(
 _OPERATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*[+\-*/×x÷]\s*\d+(?:\.\d+)?")
 _RESULT = re.compile(r"=\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,10 @@ class DialogueFeatures:
         arithmetic_errors: wrong ``a op b = c`` statements by the tutor.
         wrong_attempts: student turns with an incorrect or partial attempt before ``solved_at``.
         wrong_turns: their indices, for those a judged tutor turn answers.
-        praised_wrong: wrong attempts the tutor answered with praise.
+        praised_wrong: wrong attempts the tutor answered with praise that points to no mistake
+            (:func:`accepts_wrong`).
+        accepting_turns: the tutor turns that did so.
+        judged_from: the first judged turn (0: the whole dialogue).
         checked_wrong: wrong attempts the tutor answered by asking the student to re-check.
         blamed_wrong: wrong attempts the tutor answered with blaming words.
         stuck_turns: student turns signalling confusion that the tutor answered.
@@ -125,6 +135,8 @@ class DialogueFeatures:
     tutor_turns: int
     excused_turns: tuple[int, ...] = ()
     wrong_turns: tuple[int, ...] = ()
+    accepting_turns: tuple[int, ...] = ()
+    judged_from: int = 0
 
     @property
     def solved(self) -> bool:
@@ -139,6 +151,18 @@ def asks_to_recheck(text: str) -> bool:
 def praises(text: str) -> bool:
     """Whether a tutor message confirms or praises (and does not negate it: "not quite right")."""
     return bool(_PRAISE.search(text)) and not _NEGATED_PRAISE.search(text)
+
+
+def accepts_wrong(reply: str) -> bool:
+    """Whether a tutor's reply to a wrong attempt accepts it: it praises or confirms ("Well done!", "Good thinking!")
+    and neither sends the student back to re-check nor names a mistake.
+
+    The rubric's lowest level of ``acc.feedback_correct`` ("the tutor accepts a wrong step or answer ... and this
+    stands"); MRBench's teachers label praise with a pointer ("Great effort, but let's double-check that
+    subtraction") as identifying the mistake in most cases, praise alone as not identifying it. "Good effort" and
+    "nice try" acknowledge work without a verdict and are no praise here.
+    """
+    return praises(reply) and not asks_to_recheck(reply) and not _POINTS_TO_MISTAKE.search(reply)
 
 
 def key_results(question: str, solution: str, answer: str) -> tuple[str, ...]:
@@ -216,7 +240,7 @@ class _Scan:
     attempts: int = 0
     wrong: int = 0
     wrong_turns: list[int] = field(default_factory=list)
-    praised: int = 0
+    accepting: list[int] = field(default_factory=list)
     checked: int = 0
     blamed: int = 0
     stuck: int = 0
@@ -249,7 +273,8 @@ class _Scan:
         if is_wrong:
             self.wrong += 1
             self.wrong_turns.append(i)
-            self.praised += bool(_PRAISE.search(reply)) and not _NEGATED_PRAISE.search(reply)
+            if accepts_wrong(reply):
+                self.accepting.append(i + 1)
             self.checked += bool(_CHECK.search(reply))
             self.blamed += bool(_BLAME.search(reply))
         if stuck_now and not _similar(reply, self.last_tutor):
@@ -326,7 +351,9 @@ def extract_features(episode: EpisodeRecord, judged_from: int = 0) -> DialogueFe
         elif i > 0:
             scan.student(i)
     first = _first_mentions(episode, keys)
-    tutor_texts = [t.text for i, t in enumerate(turns) if t.role == TUTOR and i >= judged_from]
+    accepting = set(scan.accepting)
+    judged_tutor = [i for i, t in enumerate(turns) if t.role == TUTOR and i >= judged_from]
+    tutor_texts = [turns[i].text for i in judged_tutor]
     context = [t.text for i, t in enumerate(turns) if t.role == TUTOR and i < judged_from]
     return DialogueFeatures(
         solved_at=solved_at,
@@ -342,7 +369,9 @@ def extract_features(episode: EpisodeRecord, judged_from: int = 0) -> DialogueFe
         arithmetic_errors=sum(arithmetic_errors(t) for t in tutor_texts),
         wrong_attempts=scan.wrong,
         wrong_turns=tuple(scan.wrong_turns),
-        praised_wrong=scan.praised,
+        praised_wrong=len(scan.accepting),
+        accepting_turns=tuple(scan.accepting),
+        judged_from=judged_from,
         checked_wrong=scan.checked,
         blamed_wrong=scan.blamed,
         stuck_turns=scan.stuck,
@@ -352,7 +381,10 @@ def extract_features(episode: EpisodeRecord, judged_from: int = 0) -> DialogueFe
         explain_prompts=sum(bool(_EXPLAIN.search(t)) for t in tutor_texts),
         reflection=solved_at is not None
         and any(_REFLECT.search(t.text) for t in turns[max(solved_at, judged_from):] if t.role == TUTOR),
-        encourage_ratio=_share(tutor_texts, lambda t: bool(_ENCOURAGE.search(t))),
+        # in a whole dialogue, praise of a wrong attempt is no encouragement: it leaves the student believing something
+        # false (a candidate turn's "wrong attempt" is the heuristic's guess, and teachers call its praise encouraging)
+        encourage_ratio=_share(judged_tutor, lambda i: not (i in accepting and judged_from == 0)
+                               and bool(_ENCOURAGE.search(turns[i].text))),
         blame_turns=sum(bool(_BLAME.search(t)) for t in tutor_texts),
         mean_words=_mean([len(t.split()) for t in tutor_texts]),
         max_words=max((len(t.split()) for t in tutor_texts), default=0),
@@ -375,8 +407,8 @@ def _irrelevant_numbers(episode: EpisodeRecord, tutor_texts: Sequence[str], cont
     return sum(1 for text in tutor_texts for n in numbers_in(text) if n not in known)
 
 
-def _share(texts: Sequence[str], test: Callable[[str], bool]) -> float:
-    return sum(bool(test(t)) for t in texts) / len(texts) if texts else 0.0
+def _share(items: Sequence[T], test: Callable[[T], bool]) -> float:
+    return sum(bool(test(t)) for t in items) / len(items) if items else 0.0
 
 
 def _mean(values: Sequence[int]) -> float:

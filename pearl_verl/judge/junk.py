@@ -60,6 +60,24 @@ KINDS: dict[str, Callable[[EpisodeRecord, int, random.Random], str]] = {
 """Kind -> the tutor turn it writes at index i of a dialogue."""
 
 
+PRAISE_OPENING = "Well done!"
+
+
+def with_praise_openings(episode: EpisodeRecord, praise: str = PRAISE_OPENING) -> EpisodeRecord:
+    """``episode`` with every tutor turn after the first student turn opening with ``praise``, students unchanged.
+
+    Not junk: language, and praise after a right step is teaching. After a wrong attempt it accepts wrong work, and a
+    tiny tutor trained on a CPU judge learned to open its turns so ("Well done! What is the numbers in order."); a
+    judge must score it below the same turns without the praise wherever the student erred.
+    """
+    turns = []
+    for i, turn in enumerate(episode.turns):
+        if turn.role == TUTOR and any(t.role == STUDENT for t in episode.turns[:i]):
+            turn = replace(turn, text=f"{praise} {turn.text}")
+        turns.append(turn)
+    return replace(episode, turns=tuple(turns))
+
+
 def with_tutor_turns(episode: EpisodeRecord, kind: str, seed: int = 0) -> EpisodeRecord:
     """``episode`` with every tutor turn after the first student turn written by ``kind``, students unchanged.
 

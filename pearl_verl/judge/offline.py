@@ -33,6 +33,11 @@ from pearl_verl.judge.tutoring_turns import AS_WRITTEN, TutoringTurns, blanked, 
 logger = logging.getLogger(__name__)
 
 Rule = Callable[[DialogueFeatures, EpisodeRecord], tuple[int, str]]
+TONE_AFTER_FALSE_PRAISE = 1
+"""The most ``emotion.encouraging_tone`` gives (of 2: "neutral, with little encouragement") to a tutor that accepted a
+wrong attempt with praise in a whole dialogue (:func:`~pearl_verl.judge.features.accepts_wrong`): praise that leaves the student
+believing something false acknowledges no progress, and without the cap a tutor opening every turn with "Well done!"
+gained more in tone than it lost in accuracy."""
 GATE = "complete.session_complete"
 
 
@@ -77,6 +82,13 @@ def _hint_specificity(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
     return _level(0.5, 0.0, share), f"{f.specific_hint_turns} tutor turn(s) hand over an operation with its operands"
 
 
+def _falsely_praised(f: DialogueFeatures) -> bool:
+    """The tutor accepted a wrong attempt in a whole dialogue (a candidate turn's "wrong attempt" is a guess from its
+    history, and MRBench's teachers call its praise encouraging: capping it there took Tutor_Tone's agreement with
+    them from 56% to 34%)."""
+    return bool(f.praised_wrong) and f.judged_from == 0
+
+
 def _leak_free(f: DialogueFeatures) -> bool:
     return not f.leak_turns
 
@@ -86,9 +98,9 @@ RULES: dict[str, Rule] = {
         _level(1, 0, f.arithmetic_errors),
         f"{f.arithmetic_errors} wrong 'a op b = c' statement(s) by the tutor",
     ),
-    "acc.feedback_correct": lambda f, e: (
-        _level(1, 0, f.praised_wrong),
-        f"tutor praised {f.praised_wrong} of {f.wrong_attempts} wrong attempt(s)",
+    "acc.feedback_correct": lambda f, e: (  # the rubric's 0: "accepts a wrong step or answer, and this stands"
+        0 if f.praised_wrong else 2,
+        f"tutor accepted {f.praised_wrong} of {f.wrong_attempts} wrong attempt(s) with praise and no pointer",
     ),
     "acc.toward_reference": lambda f, e: (
         2 if f.solved else 1 if f.praised_wrong == 0 else 0,
@@ -159,8 +171,10 @@ RULES: dict[str, Rule] = {
         + ("; answer given before any attempt" if f.early_leak else ""),
     ),
     "emotion.encouraging_tone": lambda f, e: (
-        0 if f.blame_turns else _ratio_level(f.encourage_ratio, 0.5, 0.2),
-        f"{f.encourage_ratio:.0%} of tutor turns encourage; {f.blame_turns} with blaming words",
+        0 if f.blame_turns else min(_ratio_level(f.encourage_ratio, 0.5, 0.2), TONE_AFTER_FALSE_PRAISE)
+        if _falsely_praised(f) else _ratio_level(f.encourage_ratio, 0.5, 0.2),
+        f"{f.encourage_ratio:.0%} of tutor turns encourage; {f.blame_turns} with blaming words"
+        + (f"; at most neutral: it accepted {f.praised_wrong} wrong attempt(s)" if _falsely_praised(f) else ""),
     ),
     "emotion.mistakes_as_learning": lambda f, e: (
         0 if f.blamed_wrong else 2,

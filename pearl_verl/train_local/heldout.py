@@ -59,9 +59,6 @@ def observables(episode: EpisodeRecord) -> dict[str, float]:
     """The :data:`OBSERVABLES` of one dialogue."""
     f = extract_features(episode)
     tutor = tutor_turns(episode)
-    # MRBench's teachers label praise that sends the student back to re-check ("Great effort, but let's double-check
-    # that subtraction") as identifying the mistake in most cases, praise alone as not identifying it
-    replies_to_wrong = [episode.turns[i + 1].text for i in f.wrong_turns if i + 1 < len(episode.turns)]
     formed = [(i, text) for i, text, ok in tutor if ok]
 
     def share(test: Callable[[int, str], bool]) -> float:
@@ -72,7 +69,7 @@ def observables(episode: EpisodeRecord) -> dict[str, float]:
         "asks_about_work": share(lambda i, text: "?" in text and bool(_ABOUT_WORK.search(text))),
         "rechecks": share(lambda i, text: asks_to_recheck(text)),
         "praises": share(lambda i, text: praises(text)),
-        "praises_wrong": float(any(praises(text) and not asks_to_recheck(text) for text in replies_to_wrong)),
+        "praises_wrong": float(bool(f.accepting_turns)),  # the judges' reading (features.accepts_wrong)
         "gives_answer": share(lambda i, text: i in f.leak_turns),
         "blames": float(f.blame_turns > 0),
         "tutor_ends_after_solution": float(f.solved and episode.end_reason == "tutor_ended"),

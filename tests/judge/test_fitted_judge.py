@@ -124,3 +124,18 @@ def test_the_stacked_scoring_equals_scikit_learns_predict_proba_member_by_member
                 for i in range(len(contexts))]
     for got, want in zip(model.score(contexts), expected):
         assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_a_turn_that_accepts_a_wrong_attempt_scores_zero_on_the_mistake_criteria(make_episode):
+    """The model reads "Well done! What do you do with 11?" as a question about the student's number; the rubric's
+    level for accepting wrong work is 0."""
+    texts = ["Help?", "Let's start: what is 3 times 4?", "11?", "Well done! What do you do with 11?", "12",
+             "Good thinking! What do you do with 12 now?"]
+    pointed = texts[:3] + ["Let's check that together: what is 3 times 4?"] + texts[4:]
+    by_id = {}
+    for name, turns in (("accepted", texts), ("pointed", pointed)):
+        result = asyncio.run(FittedJudge().judge(make_episode(turns, trace=())))
+        by_id[name] = {f"{c.dimension}.{c.criterion}": c for c in result.criteria}
+    for criterion in ("acc.feedback_correct", "meta.discover_mistakes"):
+        assert by_id["accepted"][criterion].score == 0.0, criterion
+        assert by_id["pointed"][criterion].score > 0.3, criterion

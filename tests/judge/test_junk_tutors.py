@@ -7,8 +7,9 @@ import statistics
 
 import pytest
 
+from pearl_verl.judge.features import extract_features
 from pearl_verl.judge.judge_config import JudgeConfig, build_judge
-from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_tutor_turns
+from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_praise_openings, with_tutor_turns
 from pearl_verl.judge.tutoring_turns import repeats_itself
 
 MARGIN = 0.3
@@ -49,6 +50,17 @@ def test_the_answer_stated_outright_is_a_leak_that_fails_the_gate(judged):
         result = asyncio.run(judge.judge(with_tutor_turns(e, "answer_stated")))
         assert result.ok and result.gate == 0
         assert {c.criterion: c.raw for c in result.criteria if c.dimension == "leak"}["final_answer"] == 0
+
+
+def test_opening_every_turn_with_praise_earns_less_wherever_the_student_erred(judged):
+    """A tutor that learned to open every turn with "Well done!" accepts the student's wrong attempts: on the same
+    student turns it must score below the same questions without the praise, dialogue by dialogue."""
+    backend, judge, done, _ = judged
+    erred = [e for e in (with_tutor_turns(e, CLEAN) for e in done) if extract_features(e).wrong_turns]
+    assert len(erred) >= 8, (backend, len(erred))
+    for e in erred:
+        plain, praised = (reward(asyncio.run(judge.judge(x))) for x in (e, with_praise_openings(e)))
+        assert praised < plain, (backend, e.problem.problem_id, plain, praised)
 
 
 def test_a_tutor_that_mixes_junk_into_teaching_loses_credit_in_proportion(judged):

@@ -18,8 +18,8 @@ from pearl_verl.dialogue.episode_runner import EpisodeLimits, policy_step, run_e
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import StudentCondition, StudentTurn, StudentTurnState
 from pearl_verl.dims import DIMENSIONS
-from pearl_verl.judge.features import extract_features, key_results
-from pearl_verl.judge.offline import HeuristicJudge
+from pearl_verl.judge.features import accepts_wrong, extract_features, key_results
+from pearl_verl.judge.offline import TONE_AFTER_FALSE_PRAISE, HeuristicJudge
 from pearl_verl.judge.parser import parse_judgement
 from pearl_verl.judge.prompt import canonical_output
 from pearl_verl.tutor.scripted import ScriptedLeakingTutor, ScriptedSocraticTutor
@@ -150,7 +150,8 @@ def test_features_catch_wrong_arithmetic_praise_and_blame(make_episode):
     assert f.arithmetic_errors == 1 and f.praised_wrong == 1 and f.blame_turns == 1
     result = asyncio.run(HeuristicJudge().judge(episode))
     by_id = {f"{c.dimension}.{c.criterion}": c.raw for c in result.criteria}
-    assert by_id["acc.statements_correct"] == 1 and by_id["acc.feedback_correct"] == 1
+    assert by_id["acc.statements_correct"] == 1
+    assert by_id["acc.feedback_correct"] == 0  # the rubric's level for accepting a wrong answer that stands
     assert by_id["emotion.encouraging_tone"] == 0
 
 
@@ -176,3 +177,35 @@ def test_every_rationale_of_the_offline_judge_passes_the_parsers_junk_check():
             for score in result.criteria:
                 target[score.dimension][score.criterion] = (score.raw, score.rationale)
             assert parse_judgement(canonical_output(target)) == result.criteria, problem.problem_id
+
+
+@pytest.mark.parametrize(("reply", "accepts"), [
+    ("Well done! What is the next step?", True),
+    ("Good thinking! What is the next step, and why?", True),
+    ("Correct! Great.", True),
+    ("Great job. What do you get next?", True),
+    ("Great effort, but let's double-check that subtraction.", False),
+    ("Good job setting it up. There is a mistake in the second step.", False),
+    ("That's not quite right. How did you get 11?", False),
+    ("Good effort. Which step would you like to look at again?", False),
+    ("Nice try! What is the problem asking you to find?", False),
+    ("Let's check that together. How did you get that number?", False),
+])
+def test_a_reply_accepts_a_wrong_attempt_when_it_praises_and_points_to_no_mistake(reply, accepts):
+    assert accepts_wrong(reply) is accepts
+
+
+def test_praise_that_points_to_the_mistake_is_feedback_and_the_tone_stays_warm(make_episode):
+    texts = ["Help?", "Let's start: what is 3 times 4?", "11?", "Great effort! Let's check that: what is 3 times 4?", "12",
+             "Well done! What do you do with 12?"]
+    pointed = make_episode(texts, trace=())
+    accepted = make_episode(texts[:3] + ["Well done! What do you do with 11?"] + texts[4:], trace=())
+    assert extract_features(pointed).praised_wrong == 0 and extract_features(accepted).accepting_turns == (3,)
+    by_id = {}
+    for name, episode in (("pointed", pointed), ("accepted", accepted)):
+        result = asyncio.run(HeuristicJudge().judge(episode))
+        by_id[name] = {f"{c.dimension}.{c.criterion}": c for c in result.criteria}
+    assert by_id["pointed"]["acc.feedback_correct"].raw == 2 and by_id["accepted"]["acc.feedback_correct"].raw == 0
+    assert by_id["pointed"]["emotion.encouraging_tone"].raw == 2
+    assert by_id["accepted"]["emotion.encouraging_tone"].raw == TONE_AFTER_FALSE_PRAISE
+    assert "at most neutral" in by_id["accepted"]["emotion.encouraging_tone"].rationale

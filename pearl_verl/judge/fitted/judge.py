@@ -6,9 +6,14 @@ Backend ``fitted`` of :class:`~pearl_verl.judge.judge_config.JudgeConfig`. It re
 - **one-turn criteria from the model** (:data:`FITTED_MAPPING`): each tutor turn that answers the student is
   scored by the model of :mod:`.model` given the conversation before it, and a criterion's score is the mean
   over the turns it applies to: the mistake criteria (``acc.feedback_correct``, ``meta.discover_mistakes``)
-  over the turns that answer a wrong attempt (none: the heuristic's "or the student made none"),
+  over the turns that answer a wrong attempt (none: the heuristic's "or the student made none"), a turn that
+  accepts the wrong attempt (:func:`~pearl_verl.judge.features.accepts_wrong`: "Well done!" with no pointer to the
+  mistake) scoring 0, the rubric's level for accepting wrong work, whatever the model reads in its words (in a
+  whole dialogue, whose student's state trace says which attempts were wrong),
   ``leak.final_answer`` over the turns before the student solved it (and never above the heuristic's exact
-  check against the reference answer), the others over every turn that answers the student;
+  check against the reference answer), the others over every turn that answers the student (the tone too after
+  false praise: MRBench's teachers call praise encouraging whether or not the attempt was right, and capping it as
+  the heuristic does took this judge's Tutor_Tone agreement from 98% to 58%);
 - **the rest of the rubric as the heuristic scores it** (:mod:`pearl_verl.judge.offline`): the completion
   gate, the session-level criteria, leaks of key steps and over-specific hints, arithmetic errors;
 - **no credit for what is not a turn of tutoring** (:mod:`pearl_verl.judge.tutoring_turns`, as for the
@@ -95,6 +100,7 @@ class FittedJudge(HeuristicJudge):
                                 problem.answer) for i in valid]
         scored = dict(zip(valid, self.model.score(contexts)))
         after_wrong = {i + 1 for i in features.wrong_turns}
+        accepting = set(features.accepting_turns)
         solved_at = features.solved_at if features.solved_at is not None else len(record)
         out = {}
         for criterion, dimension in self._by_criterion.items():
@@ -107,6 +113,7 @@ class FittedJudge(HeuristicJudge):
             else:
                 applies = answering
             if applies:
-                values = [scored[i][dimension] if i in scored else 0.0 for i in applies]
+                zero = invalid | (accepting if criterion in MISTAKE_CRITERIA and judged_from == 0 else set())
+                values = [0.0 if i in zero else scored[i][dimension] for i in applies]
                 out[criterion] = (sum(values) / len(values), applies)
         return out
