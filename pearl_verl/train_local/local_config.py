@@ -23,6 +23,8 @@ ROLLOUT_BACKENDS = ("hf", "vllm")
 """Values of ``rollout``: verl's ``actor_rollout_ref.rollout.name``."""
 LOCAL_PROBLEMS = {"mathdial": str(SHIPPED_MATHDIAL)}
 """Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
+MIN_LR_RATIO = 0.1
+"""Where the cosine schedule ends, as a share of ``lr``: a tenth (five seeds measured, docs/training.md)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class LocalTrainConfig:
             with a capital letter; with one-token turns it checks the response mask's alignment).
         steps: training steps. 20, not 30: at 30 all three seeds of the main job learned on AVX-512 (seed 1 had not
             moved by 20), but with an AVX2 machine's kernels and float32 update seed 0's entropy ran away after step 24
-            and its tutor fell apart (held-out -0.560 at step 30); the learning rate is constant (docs/training.md).
+            and its tutor fell apart (held-out -0.560 at step 30), at a constant learning rate (docs/training.md).
         problems: source format of the problems: ``gsm8k``, ``math`` or ``mathdial`` (MathDial rows
             carry a real student's incorrect solution, which the simulated student starts from).
         problems_file: JSONL of problems in that format (default: the fixture shipped for it).
@@ -52,6 +54,10 @@ class LocalTrainConfig:
             list of low, medium, high (``high``: students who mostly solve the problem within the
             turn limit, so the completion gate opens for most dialogues).
         lr: RL learning rate (None: 2.5e-3 for ``tiny``, 1e-5 otherwise).
+        lr_schedule: ``cosine`` (verl's cosine schedule from ``lr`` down to :data:`MIN_LR_RATIO` of it at the last
+            step) or ``constant``. Cosine: at a constant rate one of five seeds of the main job fell apart (its
+            entropy ran away from step 17, held-out -0.274) and one gained by praising wrong attempts; with cosine
+            none fell apart and the mean gain was higher (docs/training.md).
         max_tutor_turns: tutor-turn limit per dialogue.
         max_tokens_per_turn: token cap of one tutor turn.
         response_length: token budget of a whole dialogue after the prompt (tutor + student).
@@ -110,6 +116,7 @@ class LocalTrainConfig:
         "rollout_dtype": DTYPE_SETTINGS,
         "train_dtype": DTYPE_SETTINGS,
         "rollout": ROLLOUT_BACKENDS,
+        "lr_schedule": ("cosine", "constant"),
     }
     """The allowed values of the string settings (``--help`` lists them; ``__post_init__`` checks them)."""
 
@@ -138,6 +145,7 @@ class LocalTrainConfig:
     group_size: int = 4
     student_ability: str = "high"
     lr: float | None = None
+    lr_schedule: str = "cosine"
     max_tutor_turns: int = 12
     max_tokens_per_turn: int = 24
     response_length: int = 1024

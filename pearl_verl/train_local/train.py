@@ -37,7 +37,7 @@ from pearl_verl.errors import InputError
 from pearl_verl.models.prepare import prepare_model
 from pearl_verl.row_kinds import stamped
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
-from pearl_verl.train_local.local_config import LOCAL_PROBLEMS, LocalTrainConfig
+from pearl_verl.train_local.local_config import LOCAL_PROBLEMS, MIN_LR_RATIO, LocalTrainConfig
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides
 from pearl_verl.train_local.verl_run import checkpoint_dir, hf_export, validation_overrides
@@ -92,6 +92,8 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
     c = config
     return [
         f"actor_rollout_ref.actor.optim.lr={c.learning_rate}",
+        f"actor_rollout_ref.actor.optim.lr_scheduler_type={c.lr_schedule}",
+        *([f"actor_rollout_ref.actor.optim.min_lr_ratio={MIN_LR_RATIO}"] if c.lr_schedule == "cosine" else []),
         f"actor_rollout_ref.actor.ppo_mini_batch_size={c.batch_problems}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={c.micro_batch_size}",
         "actor_rollout_ref.actor.use_dynamic_bsz=False",

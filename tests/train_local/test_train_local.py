@@ -5,6 +5,7 @@ start) and verl's ``main_ppo`` with its Ray cluster as children of its own.
 """
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from pearl_verl.train_local.local_config import MIN_LR_RATIO
 
 # The two tests that run verl's trainer are marked serial (one at a time under pytest-xdist, tests/conftest.py); the
 # others fail before any trainer starts or replace it, and run on the other worker beside them
@@ -32,6 +35,12 @@ def _run(args, expect=0):
     proc = subprocess.run([sys.executable, "-m", "pearl_verl.cli", *args], capture_output=True, text=True, timeout=900)
     assert proc.returncode == expect, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
+
+
+def _cosine_lr(step: int, steps: int, lr: float = 2.5e-3) -> float:
+    """The rate verl logs at ``step`` of a cosine schedule over ``steps`` from ``lr`` down to MIN_LR_RATIO of it (the
+    scheduler's, after the step's update)."""
+    return lr * (MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * step / steps)))
 
 
 def _metrics(out: Path):
@@ -157,7 +166,8 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
         # differs by up to ~2e-4 here (2.02e-4 seen once); the weight sync itself is pinned by
         # test_main_ppo_on_cpu at lr 1e-2, where a dropped sync shows 7e-4 and more
         assert "pearl/advantage/nonzero_frac" in r and r["training/rollout_probs_diff_max"] < 5e-4
-        assert r["actor/lr"] == 2.5e-3  # RL's rate: the cold start's (5e-3) stayed with the SFT
+        # RL's rate on verl's cosine schedule over the run's 10 steps (the cold start's 5e-3 stayed with the SFT)
+        assert r["actor/lr"] == pytest.approx(_cosine_lr(r["step"], 10))
     assert (out / "checkpoints" / "global_step_2" / "actor" / "huggingface" / "config.json").exists()
     # every step's dialogues with their judge fields, shaped rewards and the advantage the update used
     dumped = [json.loads(line) for line in (out / "dialogues" / "step_0002.jsonl").read_text().splitlines()]
@@ -180,7 +190,9 @@ def test_cold_start_then_two_steps_through_main_ppo_then_sigterm_then_resume(tmp
     # the resumed step trained on the whole stack too, with the checkpoint's weights in the rollout server
     resumed = next(r for r in rows if r["step"] == last and "reward/mean" in r)
     assert resumed["pearl/judge/failure_rate"] == 0.0 and resumed["training/rollout_probs_diff_max"] < 5e-4
-    assert "pearl/advantage/nonzero_frac" in resumed and resumed["actor/lr"] == 2.5e-3
+    # the resumed run's schedule runs over its own 5 steps, from the checkpoint's scheduler step: its last step ends it
+    assert "pearl/advantage/nonzero_frac" in resumed and resumed["actor/lr"] == pytest.approx(_cosine_lr(last, last))
+    assert resumed["actor/lr"] == pytest.approx(2.5e-3 * MIN_LR_RATIO)
     assert [r["step"] for r in rows if "eval/reward/mean" in r] == [0, 2, 4, last]
     assert all(r["eval/dialogues"] == 2 for r in rows if "eval/reward/mean" in r)
     assert [r["phase"] for r in rows].count("cold_start") == 1  # the cold start is not redone
