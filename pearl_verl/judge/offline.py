@@ -34,10 +34,10 @@ logger = logging.getLogger(__name__)
 
 Rule = Callable[[DialogueFeatures, EpisodeRecord], tuple[int, str]]
 TONE_AFTER_FALSE_PRAISE = 1
-"""The most ``emotion.encouraging_tone`` gives (of 2: "neutral, with little encouragement") to a tutor that accepted a
-wrong attempt with praise in a whole dialogue (:func:`~pearl_verl.judge.features.accepts_wrong`): praise that leaves the student
-believing something false acknowledges no progress, and without the cap a tutor opening every turn with "Well done!"
-gained more in tone than it lost in accuracy."""
+"""The most ``emotion.encouraging_tone`` gives (of 2: "neutral, with little encouragement") to a tutor that accepted
+a wrong attempt with praise in a whole dialogue (:func:`~pearl_verl.judge.features.accepts_wrong`): praise that
+leaves the student believing something false acknowledges no progress, and without the cap a tutor opening every
+turn with "Well done!" gained more in tone than it lost in accuracy."""
 GATE = "complete.session_complete"
 
 
@@ -87,6 +87,16 @@ def _falsely_praised(f: DialogueFeatures) -> bool:
     history, and MRBench's teachers call its praise encouraging: capping it there took Tutor_Tone's agreement with
     them from 56% to 34%)."""
     return bool(f.praised_wrong) and f.judged_from == 0
+
+
+def _tone(f: DialogueFeatures, e: EpisodeRecord) -> tuple[int, str]:
+    why = f"{f.encourage_ratio:.0%} of tutor turns encourage; {f.blame_turns} with blaming words"
+    if f.blame_turns:
+        return 0, why
+    if _falsely_praised(f):
+        return (min(_ratio_level(f.encourage_ratio, 0.5, 0.2), TONE_AFTER_FALSE_PRAISE),
+                f"{why}; at most neutral: it accepted {f.praised_wrong} wrong attempt(s)")
+    return _ratio_level(f.encourage_ratio, 0.5, 0.2), why
 
 
 def _leak_free(f: DialogueFeatures) -> bool:
@@ -170,12 +180,7 @@ RULES: dict[str, Rule] = {
         f"{f.repeated_tutor_turns} repeated tutor turn(s)"
         + ("; answer given before any attempt" if f.early_leak else ""),
     ),
-    "emotion.encouraging_tone": lambda f, e: (
-        0 if f.blame_turns else min(_ratio_level(f.encourage_ratio, 0.5, 0.2), TONE_AFTER_FALSE_PRAISE)
-        if _falsely_praised(f) else _ratio_level(f.encourage_ratio, 0.5, 0.2),
-        f"{f.encourage_ratio:.0%} of tutor turns encourage; {f.blame_turns} with blaming words"
-        + (f"; at most neutral: it accepted {f.praised_wrong} wrong attempt(s)" if _falsely_praised(f) else ""),
-    ),
+    "emotion.encouraging_tone": _tone,
     "emotion.mistakes_as_learning": lambda f, e: (
         0 if f.blamed_wrong else 2,
         f"tutor answered {f.blamed_wrong} of {f.wrong_attempts} wrong attempt(s) with blaming words",
