@@ -195,6 +195,8 @@ RUN_KEYS = (
     "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
     "actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.prompt_length", "actor_rollout_ref.rollout.response_length",
     "actor_rollout_ref.rollout.seed", "actor_rollout_ref.actor.data_loader_seed", "actor_rollout_ref.actor.optim.lr",
+    # the rate's schedule, sized to the run: train-local's cosine to a tenth over its 20 steps, the recipes' constant
+    "actor_rollout_ref.actor.optim.lr_scheduler_type", "actor_rollout_ref.actor.optim.min_lr_ratio",
     "actor_rollout_ref.rollout.temperature", "pearl.agent.max_tutor_turns", "pearl.agent.max_tokens_per_turn",
     # endpoints
     "pearl.student.", "reward.reward_kwargs.",
