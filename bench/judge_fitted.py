@@ -6,7 +6,9 @@
 Prints, in one run on this machine: the median time to judge one whole dialogue with the ``offline``
 (heuristic) and ``fitted`` judges and to score its last student turn with verl's ``gsm8k`` rule
 (``verl.utils.reward_score.gsm8k.compute_score``, the reward verl's examples train on); then the mean reward
-of the same dialogues with every tutor turn replaced by each kind of junk (pearl_verl.judge.junk). Exits 1
+of the same dialogues with every tutor turn replaced by each kind of junk (pearl_verl.judge.junk), and, on those of
+them with a wrong attempt that each judge finds complete, clean questions against the same questions opening with
+"Well done!" (praise that accepts the wrong attempt; docs/judge.md). Exits 1
 when the fitted judge takes more than TARGET times the heuristic's time (the main job judges every training
 and held-out dialogue with it).
 """
@@ -20,8 +22,9 @@ import statistics
 import sys
 import time
 
+from pearl_verl.judge.features import extract_features
 from pearl_verl.judge.judge_config import JudgeConfig, build_judge
-from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_tutor_turns
+from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_praise_openings, with_tutor_turns
 
 TARGET = 3.0
 """Fitted / heuristic time per dialogue: the model adds one batched scoring of a dialogue's tutor turns."""
@@ -67,6 +70,16 @@ def main() -> int:
         means = [statistics.mean(_reward(asyncio.run(j.judge(with_tutor_turns(e, kind, s))))
                                  for s, e in enumerate(dialogues)) for j in judges.values()]
         print(f"| {kind}{' (clean)' if kind == CLEAN else ''} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
+    print("\n| judge | dialogues with a wrong attempt | clean questions | opening with \"Well done!\" | praise at least as high |"
+          "\n|---|---:|---:|---:|---:|")
+    for name, judge in judges.items():
+        done = [with_tutor_turns(e, CLEAN) for e in dialogues if asyncio.run(judge.judge(e)).gate]
+        erred = [e for e in done if extract_features(e).wrong_turns]
+        plain = [_reward(asyncio.run(judge.judge(e))) for e in erred]
+        praised = [_reward(asyncio.run(judge.judge(with_praise_openings(e)))) for e in erred]
+        if erred:
+            print(f"| {name} | {len(erred)} | {statistics.mean(plain):.3f} | {statistics.mean(praised):.3f} | "
+                  f"{sum(p >= q for p, q in zip(praised, plain))} |")
     return 0 if ratio <= TARGET else 1
 
 
