@@ -89,9 +89,8 @@ class DialogueFeatures:
         arithmetic_errors: wrong ``a op b = c`` statements by the tutor.
         wrong_attempts: student turns with an incorrect or partial attempt before ``solved_at``.
         wrong_turns: their indices, for those a judged tutor turn answers.
-        praised_wrong: wrong attempts the tutor answered with praise that points to no mistake
-            (:func:`accepts_wrong`).
-        accepting_turns: the tutor turns that did so.
+        accepting_turns: the tutor turns that answered a wrong attempt with praise that points to no mistake
+            (:func:`accepts_wrong`); :attr:`praised_wrong` counts them.
         judged_from: the first judged turn (0: the whole dialogue).
         checked_wrong: wrong attempts the tutor answered by asking the student to re-check.
         blamed_wrong: wrong attempts the tutor answered with blaming words.
@@ -117,7 +116,6 @@ class DialogueFeatures:
     specific_hint_turns: int
     arithmetic_errors: int
     wrong_attempts: int
-    praised_wrong: int
     checked_wrong: int
     blamed_wrong: int
     stuck_turns: int
@@ -137,6 +135,11 @@ class DialogueFeatures:
     wrong_turns: tuple[int, ...] = ()
     accepting_turns: tuple[int, ...] = ()
     judged_from: int = 0
+
+    @property
+    def praised_wrong(self) -> int:
+        """Wrong attempts the tutor accepted with praise (one per turn of :attr:`accepting_turns`)."""
+        return len(self.accepting_turns)
 
     @property
     def solved(self) -> bool:
@@ -369,7 +372,6 @@ def extract_features(episode: EpisodeRecord, judged_from: int = 0) -> DialogueFe
         arithmetic_errors=sum(arithmetic_errors(t) for t in tutor_texts),
         wrong_attempts=scan.wrong,
         wrong_turns=tuple(scan.wrong_turns),
-        praised_wrong=len(scan.accepting),
         accepting_turns=tuple(scan.accepting),
         judged_from=judged_from,
         checked_wrong=scan.checked,
