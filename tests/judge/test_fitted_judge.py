@@ -11,6 +11,7 @@ from pearl_verl.cli import main
 from pearl_verl.data.mrbench import mrbench_file, read_human_labels
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
+from pearl_verl.judge.features import extract_features
 from pearl_verl.judge.fitted.fit import BASELINE, FITTED, cross_validate, examples_of
 from pearl_verl.judge.fitted.judge import FITTED_MAPPING, FittedJudge
 from pearl_verl.judge.fitted.model import SHIPPED, checksum_path, decode, load_model, read_params
@@ -139,3 +140,15 @@ def test_a_turn_that_accepts_a_wrong_attempt_scores_zero_on_the_mistake_criteria
     for criterion in ("acc.feedback_correct", "meta.discover_mistakes"):
         assert by_id["accepted"][criterion].score == 0.0, criterion
         assert by_id["pointed"][criterion].score > 0.3, criterion
+
+
+def test_judging_one_candidate_turn_leaves_its_praise_to_the_model(make_episode):
+    """judge-check --human judges the last turn alone, where the "wrong attempt" is the heuristic's guess: the model's
+    score stands (zeroing there cost the fitted judge's agreement with MRBench's teachers), and so does the tone."""
+    texts = ["Help?", "Let's start: what is 3 times 4?", "11?", "Well done! What do you do with 11?"]
+    episode = make_episode(texts, trace=())
+    assert extract_features(episode, judged_from=3).accepting_turns == (3,)
+    one = {f"{c.dimension}.{c.criterion}": c for c in asyncio.run(FittedJudge().judge(episode, judged_from=3)).criteria}
+    whole = {f"{c.dimension}.{c.criterion}": c for c in asyncio.run(FittedJudge().judge(episode)).criteria}
+    assert whole["acc.feedback_correct"].score == 0.0
+    assert one["acc.feedback_correct"].score > 0.0 and one["meta.discover_mistakes"].score > 0.0

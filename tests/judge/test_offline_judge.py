@@ -209,3 +209,14 @@ def test_praise_that_points_to_the_mistake_is_feedback_and_the_tone_stays_warm(m
     assert by_id["pointed"]["emotion.encouraging_tone"].raw == 2
     assert by_id["accepted"]["emotion.encouraging_tone"].raw == TONE_AFTER_FALSE_PRAISE
     assert "at most neutral" in by_id["accepted"]["emotion.encouraging_tone"].rationale
+
+
+def test_one_candidate_turns_praise_keeps_its_tone(make_episode):
+    """Judging the last turn alone, the heuristic's guess of a wrong attempt does not cap the tone: MRBench's teachers
+    call such praise encouraging (the cap there took Tutor_Tone agreement from 56% to 34%)."""
+    texts = ["Help?", "Let's start: what is 3 times 4?", "11?", "Well done! Let's keep going: what do you do with 11?"]
+    episode = make_episode(texts, trace=())
+    one = {f"{c.dimension}.{c.criterion}": c for c in asyncio.run(HeuristicJudge().judge(episode, 3)).criteria}
+    whole = {f"{c.dimension}.{c.criterion}": c for c in asyncio.run(HeuristicJudge().judge(episode)).criteria}
+    assert one["emotion.encouraging_tone"].raw == 2 and "at most neutral" not in one["emotion.encouraging_tone"].rationale
+    assert whole["emotion.encouraging_tone"].raw == TONE_AFTER_FALSE_PRAISE
