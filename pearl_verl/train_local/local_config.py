@@ -14,11 +14,10 @@ from pearl_verl.errors import InputError, check_choices
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.backends import judge_backends
 from pearl_verl.ranges import Range, check_ranges
+from pearl_verl.train_local.precision import DTYPE_SETTINGS
 from pearl_verl.tutor.styles import TEACHER_POOLS
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_INSTALL
 
-DTYPE_SETTINGS = ("auto", "float32", "bfloat16")
-"""Values of ``rollout_dtype`` and ``train_dtype`` (``resolve_dtype`` in train.py turns them into a dtype)."""
 ROLLOUT_BACKENDS = ("hf", "vllm")
 """Values of ``rollout``: verl's ``actor_rollout_ref.rollout.name``."""
 LOCAL_PROBLEMS = {"mathdial": str(SHIPPED_MATHDIAL)}

@@ -38,8 +38,9 @@ from pearl_verl.models.prepare import prepare_model
 from pearl_verl.row_kinds import stamped
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.local_config import LOCAL_PROBLEMS, MIN_LR_RATIO, LocalTrainConfig
+from pearl_verl.train_local.precision import RL_ENGINE, SFT_ENGINE, resolve_dtype, train_overrides
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
-from pearl_verl.train_local.runtime import RL_ENGINE, compose_verl_config, precision_overrides
+from pearl_verl.train_local.runtime import compose_verl_config
 from pearl_verl.train_local.verl_run import checkpoint_dir, hf_export, validation_overrides
 from pearl_verl.write_whole import write_whole
 
@@ -48,37 +49,13 @@ logger = logging.getLogger(__name__)
 RESUME_HINT = "rerun with --resume"
 
 
-def resolve_dtype(setting: str, model: str, role: str = "rollout") -> torch.dtype:
-    """The dtype for ``LocalTrainConfig.rollout_dtype`` (``role="rollout"``) or ``train_dtype`` (see there)."""
-    if setting != "auto":
-        return getattr(torch, setting)
-    if not cpu_has_native_bf16() or (role == "rollout" and model == "tiny"):
-        return torch.float32  # emulated bf16 is slower than fp32; a 229K-parameter model's generation gains nothing
-    return torch.bfloat16
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX): 2-3x faster prefill.
-
-    Not when torch's kernels are capped below AVX-512 (``ATEN_CPU_CAPABILITY=avx2``, as when a run stands in for an
-    AVX2 machine): bfloat16 is then emulated, slower than float32."""
-    if not torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
-        return False
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            flags = next((line for line in cpuinfo if line.startswith("flags")), "").split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
 def train_precision(config: LocalTrainConfig, engine: str = RL_ENGINE) -> list[str]:
     """The update's precision overrides for the FSDP engine at ``engine`` (RL's actor or the cold start's SFT)."""
-    return precision_overrides(_dtype_name(resolve_dtype(config.train_dtype, config.model, "train")), engine)
+    return train_overrides(config.train_dtype, engine)
 
 
 def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
@@ -207,7 +184,6 @@ class LocalRun:
             teacher_dialogues,
             write_sft_parquet,
         )
-        from pearl_verl.train_local.runtime import SFT_ENGINE
         from pearl_verl.train_local.verl_run import run_sft
 
         c = self.config

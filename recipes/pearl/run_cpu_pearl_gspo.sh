@@ -47,6 +47,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${PPO_MAX_TOKEN_LEN_PER_GPU:=$([[ $TUTOR == smollm2 ]] && echo 4096 || echo 16384)}"
 : "${ACTOR_LR:=1e-4}"
 : "${ROLLOUT_DTYPE:=float32}"
+# the update's compute precision: auto (verl's bfloat16 autocast where the CPU multiplies bfloat16 natively, AVX512-BF16
+# or AMX; float32 where it would be emulated, as on AVX2, where the learning test's run took 234 s against 132 s), float32
+# or bfloat16; train-local decides alike
+: "${TRAIN_DTYPE:=auto}"
 : "${SEED:=}"                            # data order, rollout sampling, mini-batch shuffles (empty: config/parts/cpu.yaml's)
 : "${SAVE_FREQ:=$STEPS}"                # the last step's checkpoint holds the weights the check compares
 : "${TEST_FREQ:=-1}"                    # validation (held-out val parquet) every N steps and at the last
@@ -79,11 +83,12 @@ REWARD=(
     $JUDGE_SETTINGS
 )
 # The host CPU (float32 weights, SDPA attention, the few workers, Ray's slots: config/parts/cpu.yaml) with this run's
-# logical GPUs and rollout precision.
+# logical GPUs, rollout precision and the update's precision.
 # shellcheck disable=SC2206  # RAY_NUM_CPUS, when set, is one word
 CPU=(
     ${RAY_NUM_CPUS:+ray_kwargs.ray_init.num_cpus=${RAY_NUM_CPUS}}
     actor_rollout_ref.rollout.dtype=${ROLLOUT_DTYPE}
+    $(python3 -m pearl_verl.train_local.precision "$TRAIN_DTYPE")
 )
 case "$ROLLOUT_NAME" in
     hf) ;;

@@ -329,33 +329,37 @@ def test_a_run_whose_judge_is_down_stops_with_the_failure_guard_and_a_resumable_
     assert (out / "checkpoints" / "global_step_3" / "actor").is_dir()
 
 
-def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch):
+def test_bf16_is_chosen_only_where_it_is_faster(monkeypatch, capsys):
     import torch
 
-    from pearl_verl.train_local import train
+    from pearl_verl.train_local import precision, train
+    from pearl_verl.train_local.precision import precision_overrides, resolve_dtype
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # kernels capped, whatever the CPU
-    assert not train.cpu_has_native_bf16()
-    from pearl_verl.train_local.runtime import precision_overrides
-
-    monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: True)
-    assert train.resolve_dtype("auto", model="smollm2") == torch.bfloat16
-    assert train.resolve_dtype("auto", model="tiny") == torch.float32
-    assert train.resolve_dtype("auto", model="tiny", role="train") == torch.bfloat16
-    assert train.resolve_dtype("float32", model="smollm2") == torch.float32
-    monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: False)
-    assert train.resolve_dtype("auto", model="smollm2") == torch.float32
-    assert train.resolve_dtype("auto", model="smollm2", role="train") == torch.float32
+    assert not precision.cpu_has_native_bf16()
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    assert resolve_dtype("auto", model="smollm2") == torch.bfloat16
+    assert resolve_dtype("auto", model="tiny") == torch.float32
+    assert resolve_dtype("auto", model="tiny", role="train") == torch.bfloat16
+    assert resolve_dtype("float32", model="smollm2") == torch.float32
+    assert precision.train_overrides("auto") == []  # verl's bf16 autocast, where the CPU has it
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
+    assert resolve_dtype("auto", model="smollm2") == torch.float32
+    assert resolve_dtype("auto", model="smollm2", role="train") == torch.float32
+    assert precision.train_overrides("bfloat16") == []
     with pytest.raises(ValueError, match="rollout_dtype='fp8' must be one of"):
         train.LocalTrainConfig(rollout_dtype="fp8")
     with pytest.raises(ValueError, match="train_dtype='half' must be one of"):
         train.LocalTrainConfig(train_dtype="half")
     # verl's FSDP engine autocasts to bf16 unless mixed_precision says float32
-    assert precision_overrides("float32") == [
-        "+actor_rollout_ref.actor.fsdp_config.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"]
-    assert precision_overrides("float32", "engine") == [  # verl's SFT trainer's engine
-        "+engine.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"]
+    fp32 = "mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"
+    assert precision_overrides("float32") == [f"+actor_rollout_ref.actor.fsdp_config.{fp32}"]
+    assert precision_overrides("float32", "engine") == [f"+engine.{fp32}"]  # verl's SFT trainer's engine
     assert precision_overrides("bfloat16") == []
+    # train-local and the CPU recipe (python -m pearl_verl.train_local.precision) resolve "auto" alike
+    assert train.train_precision(train.LocalTrainConfig()) == precision.train_overrides("auto")
+    assert precision.main(["auto"]) == 0
+    assert capsys.readouterr().out.split() == [f"+actor_rollout_ref.actor.fsdp_config.{fp32}"]
 
 
 @pytest.mark.parametrize(("model", "micro_batch", "batch_problems", "group_size", "expected"), [

@@ -266,6 +266,27 @@ def test_train_local_runs_the_cpu_recipes_config_outside_device_engine_rollout_a
         "actor_rollout_ref.actor.clip_ratio_high"}
 
 
+FP32 = {"param_dtype": "fp32", "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
+
+
+@pytest.mark.parametrize(("env", "mixed_precision"), [
+    ({"ATEN_CPU_CAPABILITY": "avx2"}, FP32),  # torch's kernels as on an AVX2 machine: bfloat16 would be emulated
+    ({"ATEN_CPU_CAPABILITY": "avx2", "TRAIN_DTYPE": "bfloat16"}, None),  # verl's bf16 autocast, asked for by name
+    ({"TRAIN_DTYPE": "float32"}, FP32),
+])
+def test_the_cpu_recipe_trains_in_float32_where_bfloat16_would_be_emulated(tmp_path, env, mixed_precision):
+    cfg = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, **env)
+    found = OmegaConf.select(cfg, "actor_rollout_ref.actor.fsdp_config.mixed_precision")
+    assert (None if found is None else OmegaConf.to_container(found)) == mixed_precision
+
+
+def test_a_bad_train_dtype_stops_the_cpu_recipe_with_the_allowed_values(tmp_path):
+    proc = subprocess.run(["bash", str(RECIPES / "run_cpu_pearl_gspo.sh"), "--dry-run"], capture_output=True, text=True,
+                          env={**os.environ, "DATA_DIR": str(tmp_path), "TRAIN_DTYPE": "half"})
+    assert proc.returncode == 2 and "python3 -m pearl_verl" not in proc.stdout
+    assert "invalid choice: 'half' (choose from 'auto', 'float32', 'bfloat16')" in proc.stderr
+
+
 DERIVED = {
     "actor_rollout_ref.rollout.seed": "data.seed",
     "actor_rollout_ref.actor.data_loader_seed": "data.seed",
@@ -374,7 +395,7 @@ def _train_local_overrides(tmp_path: Path, rollout: str = "hf", **settings) -> l
 def _train_local_sft_overrides(tmp_path: Path) -> list[str]:
     from pearl_verl.train_local.cold_start import sft_overrides
     from pearl_verl.train_local.local_config import LocalTrainConfig
-    from pearl_verl.train_local.runtime import SFT_ENGINE, precision_overrides
+    from pearl_verl.train_local.precision import SFT_ENGINE, precision_overrides
 
     c = LocalTrainConfig()
     return sft_overrides(parquet=tmp_path / "d.parquet", model=tmp_path / "m", out=tmp_path / "cold_start",
