@@ -84,7 +84,7 @@ REWARD=(
 )
 # The host CPU (float32 weights, SDPA attention, the few workers, Ray's slots: config/parts/cpu.yaml) with this run's
 # logical GPUs, rollout precision and the update's precision.
-# shellcheck disable=SC2206  # RAY_NUM_CPUS, when set, is one word
+# shellcheck disable=SC2206  # RAY_NUM_CPUS, when set, and the precision override are one word each
 CPU=(
     ${RAY_NUM_CPUS:+ray_kwargs.ray_init.num_cpus=${RAY_NUM_CPUS}}
     actor_rollout_ref.rollout.dtype=${ROLLOUT_DTYPE}
