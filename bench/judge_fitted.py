@@ -22,9 +22,15 @@ import statistics
 import sys
 import time
 
-from pearl_verl.judge.features import extract_features
 from pearl_verl.judge.judge_config import JudgeConfig, build_judge
-from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_praise_openings, with_tutor_turns
+from pearl_verl.judge.junk import (
+    CLEAN,
+    KINDS,
+    clean_with_wrong_attempts,
+    teaching_dialogues,
+    with_praise_openings,
+    with_tutor_turns,
+)
 
 TARGET = 3.0
 """Fitted / heuristic time per dialogue: the model adds one batched scoring of a dialogue's tutor turns."""
@@ -73,8 +79,7 @@ def main() -> int:
     print("\n| judge | dialogues with a wrong attempt | clean questions | opening with \"Well done!\" | praise at least as high |"
           "\n|---|---:|---:|---:|---:|")
     for name, judge in judges.items():
-        done = [with_tutor_turns(e, CLEAN) for e in dialogues if asyncio.run(judge.judge(e)).gate]
-        erred = [e for e in done if extract_features(e).wrong_turns]
+        erred = clean_with_wrong_attempts([e for e in dialogues if asyncio.run(judge.judge(e)).gate])
         plain = [_reward(asyncio.run(judge.judge(e))) for e in erred]
         praised = [_reward(asyncio.run(judge.judge(with_praise_openings(e)))) for e in erred]
         if erred:

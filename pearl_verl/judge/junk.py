@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
+from pearl_verl.judge.features import extract_features
 
 CLEAN = "clean_questions"
 SOCRATIC_QUESTIONS = (
@@ -112,3 +113,10 @@ def teaching_dialogues(count: int = 16, seed: int = 0) -> list[EpisodeRecord]:
         simulator = build_simulator(StudentConfig(backend="offline"))
         out += asyncio.run(run_jobs(simulator, tutor, jobs, EpisodeLimits(max_tutor_turns=8)))
     return out
+
+
+def clean_with_wrong_attempts(episodes: list[EpisodeRecord]) -> list[EpisodeRecord]:
+    """``episodes`` with clean tutor questions (:data:`CLEAN`), those where a tutor turn answers a wrong attempt: the
+    dialogues on which :func:`with_praise_openings` accepts wrong work."""
+    clean = (with_tutor_turns(e, CLEAN) for e in episodes)
+    return [e for e in clean if extract_features(e).wrong_turns]

@@ -7,9 +7,15 @@ import statistics
 
 import pytest
 
-from pearl_verl.judge.features import extract_features
 from pearl_verl.judge.judge_config import JudgeConfig, build_judge
-from pearl_verl.judge.junk import CLEAN, KINDS, teaching_dialogues, with_praise_openings, with_tutor_turns
+from pearl_verl.judge.junk import (
+    CLEAN,
+    KINDS,
+    clean_with_wrong_attempts,
+    teaching_dialogues,
+    with_praise_openings,
+    with_tutor_turns,
+)
 from pearl_verl.judge.tutoring_turns import repeats_itself
 
 MARGIN = 0.3
@@ -56,7 +62,7 @@ def test_opening_every_turn_with_praise_earns_less_wherever_the_student_erred(ju
     """A tutor that learned to open every turn with "Well done!" accepts the student's wrong attempts: on the same
     student turns it must score below the same questions without the praise, dialogue by dialogue."""
     backend, judge, done, _ = judged
-    erred = [e for e in (with_tutor_turns(e, CLEAN) for e in done) if extract_features(e).wrong_turns]
+    erred = clean_with_wrong_attempts(done)
     assert len(erred) >= 8, (backend, len(erred))
     for e in erred:
         plain, praised = (reward(asyncio.run(judge.judge(x))) for x in (e, with_praise_openings(e)))
