@@ -63,9 +63,14 @@ def precision_overrides(compute_dtype: str, engine: str = RL_ENGINE) -> list[str
     return [f"+{engine}.mixed_precision={{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}}"]
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``: the name the settings and verl's overrides use."""
+    return str(dtype).removeprefix("torch.")
+
+
 def train_overrides(setting: str, engine: str = RL_ENGINE) -> list[str]:
     """The overrides that make verl's update compute in the precision ``setting`` resolves to on this CPU."""
-    return precision_overrides(str(resolve_dtype(setting, model="", role="train")).removeprefix("torch."), engine)
+    return precision_overrides(dtype_name(resolve_dtype(setting, model="", role="train")), engine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

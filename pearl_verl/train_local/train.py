@@ -38,7 +38,7 @@ from pearl_verl.models.prepare import prepare_model
 from pearl_verl.row_kinds import stamped
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.local_config import LOCAL_PROBLEMS, MIN_LR_RATIO, LocalTrainConfig
-from pearl_verl.train_local.precision import RL_ENGINE, SFT_ENGINE, resolve_dtype, train_overrides
+from pearl_verl.train_local.precision import RL_ENGINE, SFT_ENGINE, dtype_name, resolve_dtype, train_overrides
 from pearl_verl.train_local.run_outputs import append_metrics, plot_curves, read_metrics, write_step_dialogues
 from pearl_verl.train_local.runtime import compose_verl_config
 from pearl_verl.train_local.verl_run import checkpoint_dir, hf_export, validation_overrides
@@ -47,10 +47,6 @@ from pearl_verl.write_whole import write_whole
 logger = logging.getLogger(__name__)
 
 RESUME_HINT = "rerun with --resume"
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def train_precision(config: LocalTrainConfig, engine: str = RL_ENGINE) -> list[str]:
@@ -157,7 +153,7 @@ class LocalRun:
             *algorithm_overrides(c),
             *rl_overrides(out=self.out, policy=self.policy_dir, data=self.out / "data", steps=c.steps,
                           save_freq=c.save_every, start=start, judge=c.judge,
-                          rollout_dtype=_dtype_name(self.rollout_dtype), rollout=c.rollout),
+                          rollout_dtype=dtype_name(self.rollout_dtype), rollout=c.rollout),
             *validation_overrides(folder=self.out / "validation", problems=c.eval_problems,
                                   dialogues_per_problem=c.group_size * c.eval_seeds, every=c.eval_every,
                                   before_training=not resume_from),
