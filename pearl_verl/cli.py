@@ -22,7 +22,7 @@ from pearl_verl import __version__, out_paths
 from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import Stopped, ignore_stop_signals, raise_on_stop_signals, restore_signals
 from pearl_verl.errors import InputError
-from pearl_verl.ranges import shown
+from pearl_verl.ranges import Range, shown
 from pearl_verl.redact import RedactingStream, redact
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -130,12 +130,33 @@ def _report(exc: Exception, code: int, verbose: bool) -> int:
     return code
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that says each flag's allowed values and default: a number flag's range (its type is a
+    :meth:`Range.flag`) where the text has no ``Allowed:``, then ``(default: VALUE)`` where the text names
+    no default and the value says something (not None, a switch's False, an empty list). A choice's
+    values are argparse's own ``{a,b}``."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text, default = action.help or "", action.default
+        allowed = getattr(action.type, "__self__", None)
+        if isinstance(allowed, Range) and "Allowed:" not in text:
+            text = allowed.in_help(text)
+        if ("default" in text or default is None or default is argparse.SUPPRESS or isinstance(default, bool)
+                or default == [] or (not action.option_strings and action.nargs not in ("?", "*"))):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class RedactingParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors pass through :func:`redact`.
+    """An ArgumentParser whose errors pass through :func:`redact`, its help written by :class:`DefaultsFormatter`.
 
     argparse repeats the offending value (``invalid choice: 'sk-...'``, ``unrecognized arguments``);
     sub-parsers are made of the same class, so every command's errors are covered.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         super().error(redact(message))

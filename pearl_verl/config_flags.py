@@ -85,7 +85,7 @@ def add_config_flags(
             flag.default, flag.default_factory = defaults[name], dataclasses.MISSING
         allowed = getattr(cls, "RANGES", {}).get(name)
         if allowed is not None:
-            help_text = f"{help_text} Allowed: {allowed.describe()}."
+            help_text = (_zero_as_null(allowed) if name in zero_is_null else allowed).in_help(help_text)
         metadata: dict[str, Any] = {"help": _help(help_text, flag.default)}
         if name in choices:
             metadata["choices"] = tuple(choices[name])
@@ -128,6 +128,11 @@ class _NullAsZero:
 
     def __call__(self, text: str) -> int | float | None:
         return 0 if text.strip() == "0" else self.allowed.flag(text)
+
+
+def _zero_as_null(allowed: Range) -> Range:
+    """``allowed`` as help describes a flag that takes 0 for null: ``..., or null (0 or null: the server's default)``."""
+    return dataclasses.replace(allowed, why=f"0 or {allowed.why}" if allowed.why else "0 is null")
 
 
 def _help(text: str, default: Any) -> str:

@@ -81,6 +81,10 @@ class Range:
             bounds = f"from {low} to {high}"
         return f"{what} {bounds}" + (", or null" if self.null_ok else "") + (f" ({self.why})" if self.why else "")
 
+    def in_help(self, text: str) -> str:
+        """A flag's help ``text`` ending with what is allowed: ``text. Allowed: a whole number from 1 to ...``."""
+        return f"{text.rstrip('.')}. Allowed: {self.describe()}."
+
     def check(self, key: str, value: Any) -> int | float | None:
         """``value`` (an override's text, a JSON value or a flag's value) as a number in this range.
 

@@ -112,3 +112,31 @@ def test_every_train_local_setting_is_a_documented_flag():
     args = parser.parse_args(["--max-tutor-turns", "9", "--rollout-dtype", "float32", "--cold-start-lr", "0.01"])
     config = LocalTrainConfig(**config_values(args, names))
     assert (config.max_tutor_turns, config.rollout_dtype, config.cold_start_lr, config.lr) == (9, "float32", 0.01, None)
+
+
+def _says_something(default) -> bool:
+    return default not in (None, argparse.SUPPRESS, []) and not isinstance(default, bool)
+
+
+def test_every_flag_says_what_it_does_its_default_and_allowed_values_in_a_line_or_two():
+    """Each flag of every command: a help text; its default where that says something (argparse's
+    ``(default: ...)``, or the text's own); a number flag's range (``Allowed:``); and at most two sentences,
+    the reason behind a default being the docs'."""
+    from pearl_verl import cli
+    from pearl_verl.ranges import Range
+
+    for path, parser in cli.command_parsers(cli.build_parser()):
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction | argparse._VersionAction):
+                continue
+            where = f"pearl-verl {' '.join(path)} {action.option_strings[-1]}"
+            assert action.help, f"{where} has no help"
+            text = formatter._expand_help(action)
+            if _says_something(action.default):
+                assert "default" in text, f"{where}: no default in {text!r}"
+            if isinstance(getattr(action.type, "__self__", None), Range) or type(action.type).__name__ == "_NullAsZero":
+                assert "Allowed: " in text, f"{where}: no allowed values in {text!r}"
+            said = text.split("Allowed: ")[0].replace("e.g.", "eg")
+            if path != ("train-local",):  # its own help is being trimmed apart (issue 72)
+                assert said.count(". ") <= 1 and len(text) <= 320, f"{where} says more than a line or two: {text!r}"

@@ -27,7 +27,7 @@ class AdvantageConfig:
     """Settings of the PEARL estimator (root config section ``pearl.advantage``).
 
     Attributes:
-        gamma: turn-count decay factor in (0, 1]; 1.0 switches the turn penalty off (paper: 0.98).
+        gamma: turn-count decay factor in (0, 1]; 1.0 switches the turn penalty off.
         weights: one non-negative weight per entry of ``dims``, summing to 1; None means 1/K each.
         discretize: snap each dimension score to {0.1, 0.3, 0.5, 0.7, 0.9} (the paper's dis()).
             When False the raw score is kept, and the turn decay still stops at the bin floor.
@@ -39,7 +39,7 @@ class AdvantageConfig:
 
     RANGES: ClassVar[Mapping[str, Range]] = {
         "gamma": Range(float, low=0, low_open=True, high=1,
-                       why="the per-turn decay factor; paper: 0.98, 1 switches the turn penalty off"),
+                       why="the per-turn decay factor; 1 switches the turn penalty off"),
         "epsilon": Range(float, low=0, low_open=True, why="added to the group's standard deviation; default 1e-6"),
     }
     """The allowed values of the number settings, checked here and by every flag that sets one."""

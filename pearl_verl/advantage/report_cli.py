@@ -12,9 +12,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("advantage", help="PEARL advantages for judged dialogues (JSONL)")
     parser.add_argument("file", nargs="?", help="judged dialogues, one JSON object per line (default: shipped example)")
     parser.add_argument("--gamma", type=AdvantageConfig.RANGES["gamma"].flag, default=AdvantageConfig.gamma,
-                        help=f"turn decay: {AdvantageConfig.RANGES['gamma'].describe()} (default %(default)s)")
+                        help="turn decay")
     parser.add_argument("--no-discretize", action="store_true", help="keep raw scores (ablation)")
-    parser.add_argument("--aggregation", choices=AGGREGATIONS, default=AdvantageConfig.aggregation)
+    parser.add_argument("--aggregation", choices=AGGREGATIONS, default=AdvantageConfig.aggregation,
+                        help="how the dimensions' scores become one advantage")
     parser.add_argument("--weights", type=floats, help="comma-separated weights, one per dimension, summing to 1")
     parser.add_argument("--json", action="store_true", help="print one JSON object per dialogue")
     parser.set_defaults(handler=run)

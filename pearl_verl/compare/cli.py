@@ -72,7 +72,7 @@ def _register_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--focal", help="compare this tutor against every other (it is tutor a: Win counts for it)")
     build.add_argument("--pair", action="append", default=[], help="TUTOR_A,TUTOR_B to compare (repeat)")
     build.add_argument(
-        "--margins", default="5,15", help="low/medium and medium/high judge score-gap edges on 0-100 (default 5,15)"
+        "--margins", default="5,15", help="low/medium and medium/high judge score-gap edges on 0-100"
     )
     build.add_argument("--no-margins", action="store_true", help="leave margin buckets out even when scored")
     build.add_argument("--sample", type=POSITIVE.flag, help="keep a random sample of N pairs")
@@ -94,7 +94,7 @@ def _register_serve(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--pairs", type=Path, action="append", default=[], help="pairs JSONL to load (repeat)")
     _db_flag(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=PORT.flag, default=8000)
+    serve.add_argument("--port", type=PORT.flag, default=8000, help="port to listen on")
     serve.add_argument("--secure-cookies", action="store_true", help="mark the session cookie Secure (behind HTTPS)")
     serve.set_defaults(handler=run_serve)
 

@@ -106,10 +106,10 @@ class PrepareConfig:
 
     Attributes:
         sampler: the student-condition sampler (ability mix, misconception rate).
-        conditions_per_problem: rows per problem, each with its own student condition (>= 1).
-        val_fraction: share of the questions of ``auto`` sources that go to validation, in [0, 1).
+        conditions_per_problem: rows per problem, each with its own student condition.
+        val_fraction: share of the questions of ``auto`` sources that go to validation.
         seed: fixes every condition (with the problem id and the condition's index).
-        limit: read only the first N rows of each source; None reads all.
+        limit: read only the first N rows of each source.
         skip_errors: skip malformed rows (counted and listed) instead of stopping at the first.
         dedup: drop repeated (question, misconception) rows and training questions found in validation.
         drop_unparsed_answers: drop problems whose final answer math-verify cannot read (always reported).

@@ -32,7 +32,7 @@ def add_judge_flags(parser: argparse.ArgumentParser, allow_none: bool = True) ->
     add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(_JUDGE_DEFAULTS))
     group.add_argument("--judge-label", help="how tables name the scorer, e.g. 'PEARL-RM' or 'external evaluator X'")
     add_config_flags(group, JudgeConfig, _JUDGE_FIELDS, prefix="judge-", zero_is_null=("top_k",),
-                     helps={"top_k": "top-k (paper: 20); 0 leaves the server default"})
+                     helps={"top_k": "judge top-k"})
 
 
 def judge_config(args: argparse.Namespace) -> JudgeConfig | None:
@@ -73,7 +73,8 @@ def add_student_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("student simulator")
     add_config_flags(
         group, StudentConfig, ("backend",), prefix="student-",
-        helps={"backend": "offline = the PEARL simulator's deterministic CPU stand-in (baselines need llm)"},
+        helps={"backend": "llm (an OpenAI-compatible endpoint) or offline (the PEARL simulator's CPU stand-in; "
+                        "the baselines need llm)"},
     )
     add_endpoint_flags(group, "student-", role="student", defaults=defaults_of(StudentConfig()))
     add_config_flags(group, StudentConfig, ("planner",), prefix="student-")

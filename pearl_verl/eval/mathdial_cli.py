@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--human", type=Path, help="MathDial JSONL (test split) for the human-teacher reference row, e.g. data/mathdial/test.jsonl",
     )
-    parser.add_argument("--simulator", default="mathdial", help="use dialogues with this simulator (default mathdial)")
-    parser.add_argument("--max-k", type=POSITIVE.flag, default=7, help="largest k (MathDial's harness: 7)")
+    parser.add_argument("--simulator", default="mathdial", help="use dialogues with this simulator")
+    parser.add_argument("--max-k", type=POSITIVE.flag, default=7, help="largest k of success@k and telling@k")
     parser.add_argument("--out", type=output_dir, required=True, help="output directory")
     parser.set_defaults(handler=run)
 

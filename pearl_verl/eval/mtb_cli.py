@@ -50,12 +50,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--model-hf", help="a local Hugging Face model directory instead of an endpoint")
     parser.add_argument("--tasks", help="comma-separated subset (default: all nine)")
     parser.add_argument("--limit", type=POSITIVE.flag, help="first N source rows per task")
-    parser.add_argument("--temperature", type=Range(float, low=0, high=10).flag, default=0.0, help="(benchmark default: 0)")
-    parser.add_argument("--max-tokens", type=POSITIVE.flag, default=2048, help="(benchmark default: 2048)")
+    parser.add_argument("--temperature", type=Range(float, low=0, high=10).flag, default=0.0,
+                        help="sampling temperature of the model under test")
+    parser.add_argument("--max-tokens", type=POSITIVE.flag, default=2048,
+                        help="cap on one generation's tokens")
     parser.add_argument("--ped-rm-path", help="pedagogical reward model directory (sequence classification)")
     parser.add_argument("--ped-rm-system-prompt", type=Path, help="file with the reward model's system prompt")
     parser.add_argument("--out", type=output_dir, required=True, help="output directory (resumed when it exists)")
-    parser.add_argument("--concurrency", type=POSITIVE.flag, default=16)
+    parser.add_argument("--concurrency", type=POSITIVE.flag, default=16, help="requests in flight")
     parser.add_argument("--retry-failed", action="store_true", help="generate flagged examples again")
     add_progress_flag(parser)
     parser.set_defaults(handler=run)

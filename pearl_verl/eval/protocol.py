@@ -23,7 +23,7 @@ from pearl_verl.dialogue.problem import Problem
 from pearl_verl.dialogue.student_contract import ABILITY_LEVELS, StudentCondition
 from pearl_verl.errors import InputError, check_choices
 from pearl_verl.llm.chat_types import SamplingConfig
-from pearl_verl.ranges import SEED, SHARE, Range, check_ranges
+from pearl_verl.ranges import POSITIVE, SEED, SHARE, Range, check_ranges
 from pearl_verl.write_whole import write_whole
 
 ABILITIES: tuple[str, ...] = ("balanced", *ABILITY_LEVELS, "all")
@@ -39,19 +39,20 @@ class EvalProtocol:
     """Everything every tutor shares.
 
     Attributes:
-        max_turns: tutor-turn limit (paper, evaluation: 20).
-        temperature: tutor sampling temperature (paper: 1.0).
-        top_p: tutor nucleus sampling (paper: 1.0).
-        top_k: tutor top-k (paper: 50); None leaves the server default.
-        max_tokens: cap on one tutor message (paper: 8,192 generation tokens).
+        max_turns: tutor-turn limit.
+        temperature: tutor sampling temperature.
+        top_p: tutor nucleus sampling.
+        top_k: tutor top-k; None leaves the server default.
+        max_tokens: cap on one tutor message's tokens.
         seed: draws the items (profiles, misconception use, mastery seeds).
-        ability: one of :data:`ABILITIES`.
+        ability: the students' ability level: ``balanced`` draws each item's level, ``all`` runs each
+            problem once per level.
         misconception_rate: probability of starting from the source's misconception (MathDial).
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {"ability": ABILITIES}
     RANGES: ClassVar[Mapping[str, Range]] = {
-        "max_turns": Range(int, why="paper: 20 in evaluation"),
+        "max_turns": POSITIVE,
         **{name: SamplingConfig.RANGES[name] for name in ("temperature", "top_p", "top_k", "max_tokens")},
         "seed": SEED,
         "misconception_rate": SHARE,

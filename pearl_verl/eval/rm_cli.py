@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--rm-path", help="--rm hf: local sequence-classification model directory")
     parser.add_argument("--rm-system-prompt", type=Path, help="--rm hf: file with the RM's system prompt")
     parser.add_argument("--seed", type=SEED.flag, default=0, help="--rm pairwise: A/B order randomisation")
-    parser.add_argument("--concurrency", type=POSITIVE.flag, default=8)
+    parser.add_argument("--concurrency", type=POSITIVE.flag, default=8, help="pairs scored at once")
     parser.add_argument("--retry-failed", action="store_true", help="score flagged pairs again")
     make = parser.add_argument_group("building pairs from an eval-tutor run")
     make.add_argument("--make-pairs", type=Path, help="a judged eval-tutor results.jsonl")

@@ -43,11 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("dialogues", nargs="+", type=Path, help="eval-tutor results.jsonl or EpisodeRecord JSONL files")
     parser.add_argument("--name", help="simulator name for dialogues whose lines carry none (default: file stem)")
     parser.add_argument("--out", type=output_dir, required=True, help="output directory (resumed when it exists)")
-    parser.add_argument("--annotator", choices=("llm", "planned"), default="llm")
+    parser.add_argument("--annotator", choices=("llm", "planned"), default="llm",
+                        help="label the student replies with an LLM endpoint, or take the simulator's planned labels")
     add_endpoint_flags(parser, "annotator-", role="annotator", flags=CONNECTION_FLAGS)  # in flight: --concurrency
-    parser.add_argument("--annotator-max-tokens", type=POSITIVE.flag, default=LLMAnnotator.DEFAULT_MAX_TOKENS)
-    parser.add_argument("--parse-retries", type=COUNT.flag, default=2, help="calls again on output that fails the schema")
-    parser.add_argument("--concurrency", type=POSITIVE.flag, default=16)
+    parser.add_argument("--annotator-max-tokens", type=POSITIVE.flag, default=LLMAnnotator.DEFAULT_MAX_TOKENS,
+                        help="cap on one annotation's tokens")
+    parser.add_argument("--parse-retries", type=COUNT.flag, default=2, help="extra annotator calls on a reply that fails the schema")
+    parser.add_argument("--concurrency", type=POSITIVE.flag, default=16, help="annotator requests in flight")
     parser.add_argument("--retry-failed", action="store_true", help="annotate flagged dialogues again")
     add_fallback_flag(parser, role="evaluated student")
     add_progress_flag(parser)

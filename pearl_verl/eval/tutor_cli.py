@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=output_dir, required=True, help="run directory (created; resumed when it exists)")
     protocol = parser.add_argument_group("protocol (the same for every tutor)")
     add_config_flags(protocol, EvalProtocol, zero_is_null=("top_k",),
-                     helps={"top_k": "tutor top-k (paper: 50); 0 leaves the server default"})
+                     helps={"top_k": "tutor top-k"})
     add_student_flags(parser)
     add_judge_flags(parser)
     parser.add_argument("--concurrency", type=POSITIVE.flag, default=16, help="dialogues in flight")

@@ -44,19 +44,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "MRBench, data/mrbench/MRBench_V2.json)")
     check.add_argument("--splits", default=",".join(MEASURED_SPLITS),
                        help="with --human: the splits measured, comma-separated, or 'all' for a file without "
-                       "splits (default %(default)s; the macro-F1 thresholds are chosen on train+val)")
+                       "splits")
     check.add_argument("--limit", type=POSITIVE.flag, metavar="N",
-                       help="with --human: only the first N conversations of the measured and of the tuning splits "
-                       "(a quick look)")
+                       help="with --human: only the first N conversations of the measured and of the tuning splits")
     add_config_flags(check, JudgeConfig, ("backend",), choices={"backend": BACKENDS})
     add_endpoint_flags(check, role="judge", defaults=defaults_of(JUDGE_DEFAULTS),
-                       helps={"concurrency": "dialogues in flight (default %(default)s)"})
+                       helps={"concurrency": "dialogues in flight"})
     add_config_flags(check, JudgeConfig, JUDGE_FIELDS, choices={"aggregate": AGGREGATES})
     check.add_argument("--min-agreement", type=SHARE.flag, default=None,
                        help=f"floor on the share of comparisons ordered as built (default {MIN_AGREEMENT}); with "
                        f"--human, on each mapped dimension's pairwise agreement (default {HUMAN_MIN_AGREEMENT})")
     check.add_argument("--min-parse-rate", type=SHARE.flag, default=MIN_PARSE_RATE,
-                       help="floor on the share of judgements that parse (default %(default)s)")
+                       help="floor on the share of judgements that parse")
     check.add_argument("-o", "--output", type=output_file, help="also write the report as JSON here")
     check.add_argument("--no-progress", action="store_true", help="no progress bar")
     check.set_defaults(handler=run_check)

@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         judge,
         role="judge",
         defaults=defaults_of(JUDGE_DEFAULTS),
-        helps={"concurrency": "dialogues in flight (default %(default)s)"},
+        helps={"concurrency": "dialogues in flight"},
     )
     add_config_flags(judge, JudgeConfig, JUDGE_FIELDS, choices={"aggregate": AGGREGATES})
     judge.add_argument("--retry-failed", action="store_true", help="judge again dialogues whose result has judge_ok=0")

@@ -28,12 +28,9 @@ class JudgeConfig(EndpointSettings):
     """How dialogues are judged: the endpoint and sampling keys of :class:`EndpointSettings`, and these.
 
     Attributes:
-        backend: ``llm`` (an OpenAI-compatible endpoint, e.g. the finetuned Qwen3-32B judge behind
-            ``vllm serve``), ``offline`` (the heuristic judge, a deterministic CPU stand-in for
-            tests; its scores are not the paper's judge), ``fitted`` (the CPU judge whose one-turn
-            criteria were fitted to teachers' labels, the rest of the rubric heuristic), or
-            ``probe``/``probe-openings`` (test doubles that reward one surface property, for learning
-            regression tests only).
+        backend: ``llm`` (an OpenAI-compatible endpoint, e.g. the finetuned Qwen3-32B judge),
+            ``offline`` (the heuristic CPU test double), ``fitted`` (the CPU judge fitted to teachers'
+            labels) or ``probe``/``probe-openings`` (test doubles for the learning tests).
         fitted_params: the ``fitted`` judge's parameters (``pearl-verl judge-fit -o FILE``); unset: the
             shipped fit on MRBench V2.
         timeout_s: per-HTTP-attempt timeout in seconds (a judgement with rationales is long).
@@ -42,13 +39,13 @@ class JudgeConfig(EndpointSettings):
             ``num_workers * max_concurrency`` requests at once.
         parse_retries: extra judge calls when no sample of a call parses; then the sample is
             flagged (judge_ok=0).
-        samples: self-consistency samples per dialogue (1 = off).
+        samples: self-consistency samples per dialogue.
         aggregate: ``mean`` or ``median`` of each criterion over the parsed samples.
         samples_per_request: ask for all samples in one request (OpenAI/vLLM ``n``); False sends
             ``samples`` separate requests (endpoints without ``n``, or to spread them over replicas).
-        temperature: judge sampling temperature (paper: 0.3).
-        top_k: top-k (paper: 20); None leaves the server default.
-        max_tokens: completion cap; the 24-criterion JSON with rationales needs ~1.5k tokens.
+        temperature: judge sampling temperature.
+        top_k: judge top-k; None leaves the server default.
+        max_tokens: cap on one judgement's tokens.
         seed: sampling seed (varied per retry so a retry is a new draw); None for none.
     """
 

@@ -21,9 +21,8 @@ JSON_MODES: tuple[str, ...] = ("json_schema", "json_object")
 """The modes in which the server itself holds the model to JSON (a reply that still breaks the format
 leaves only a stronger model to try)."""
 STRUCTURED_OUTPUT_HELP = (
-    "how the server is held to the reply's JSON Schema: auto (json_schema, else json_object, else none, "
-    "whichever the server takes first), none (prompt and strict parser only), json_schema (OpenAI "
-    "response_format, as vLLM serves it), json_object (llama-cpp-python's server)"
+    "how the server is held to the reply's JSON Schema: auto (the first of json_schema, json_object and none "
+    "that the server takes), none, json_schema (vLLM) or json_object (llama-cpp-python)"
 )
 
 

@@ -185,8 +185,8 @@ def _shared_helps(role: str) -> dict[str, str]:
         "base-url": f"{role} endpoint, e.g. http://host:8000/v1",
         "model": f"{role} model name as served",
         "api-key-env": f"NAME of the environment variable with the {role} endpoint's API key",
-        "timeout": "seconds per HTTP attempt (default %(default)s)",
-        "max-retries": "HTTP retries after a timeout, connection error, 429 or 5xx (default %(default)s)",
-        "concurrency": "requests in flight at once (default %(default)s)",
+        "timeout": "seconds per HTTP attempt",
+        "max-retries": "HTTP retries after a timeout, connection error, 429 or 5xx",
+        "concurrency": "requests in flight at once",
         "structured-output": STRUCTURED_OUTPUT_HELP,
     }

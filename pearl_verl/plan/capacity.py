@@ -189,7 +189,7 @@ class Assumptions:
 
     Attributes:
         gpu_memory_gb: memory of one training GPU (H200: 141).
-        avg_tutor_turns: tutor turns of a typical dialogue (paper, final model: 6.9 rounds).
+        avg_tutor_turns: tutor turns of a typical dialogue.
         tutor_tokens_per_turn: tokens of a typical tutor message.
         student_tokens_per_turn: tokens a typical student turn generates (planner JSON and message).
         student_calls_per_turn: student LLM calls per turn (planner and realiser; refine is rare).
@@ -199,10 +199,10 @@ class Assumptions:
         vllm_overhead_gb: per-GPU memory vLLM keeps outside weights and KV cache (CUDA graphs, activations).
         tutor_tokens_per_s_per_gpu: the tutor rollout's output tokens per second per GPU at full batch.
         student_gpu_memory_gb: memory of one student-server GPU.
-        student_gpus_per_replica: tensor parallelism of one student server (serve_student.sh: 1).
+        student_gpus_per_replica: tensor parallelism of one student server.
         student_tokens_per_s_per_replica: output tokens per second one student replica sustains.
         judge_gpu_memory_gb: memory of one judge-server GPU.
-        judge_gpus_per_replica: tensor parallelism of one judge server (serve_judge.sh: 2).
+        judge_gpus_per_replica: tensor parallelism of one judge server.
         judge_tokens_per_s_per_replica: output tokens per second one judge replica sustains.
         server_gpu_memory_utilization: ``--gpu-memory-utilization`` of the student and judge servers.
     """

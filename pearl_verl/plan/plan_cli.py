@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from pearl_verl.children import child_session
-from pearl_verl.config_flags import add_config_flags, config_values
+from pearl_verl.config_flags import add_config_flags, config_values, field_docs
 from pearl_verl.errors import InputError, located
 from pearl_verl.plan.capacity import ASSUMPTION_RANGES, GPU_MEMORY_GB, Assumptions, RecipeSettings
 from pearl_verl.plan.model_specs import is_file
@@ -42,7 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--tutor-model", default="qwen3-30b-a3b", help="shipped name, config.json or model folder")
     parser.add_argument("--student-model", default="qwen3-30b-a3b", help="as --tutor-model")
     parser.add_argument("--judge-model", default="qwen3-32b", help="as --tutor-model")
-    add_config_flags(parser.add_argument_group("assumptions (what a recipe does not say)"), Assumptions, _ASSUMPTIONS)
+    docs = field_docs(Assumptions)  # checked after parsing (assumption_values), so each error names FLAG=VALUE
+    add_config_flags(parser.add_argument_group("assumptions (what a recipe does not say)"), Assumptions, _ASSUMPTIONS,
+                     helps={name: ASSUMPTION_RANGES[name].in_help(docs[name]) for name in _ASSUMPTIONS})
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.set_defaults(handler=run)
 

@@ -78,13 +78,11 @@ class FilterConfig:
     """Settings of the SFT filters (``gen-sft`` flags).
 
     Attributes:
-        min_tutor_turns: fewest tutor turns a kept dialogue has (>= 1).
-        attempts_before_answer: student attempts required before the tutor may state the answer
-            (0 turns the leak filter off).
-        judge_min_score: lowest mean judge score kept, in [0, 1] (with a judge only).
+        min_tutor_turns: fewest tutor turns a kept dialogue has.
+        attempts_before_answer: student attempts required before the tutor may state the answer.
+        judge_min_score: lowest mean judge score kept (with a judge only).
         dedup: drop repeated dialogues.
-        turn_balance: cap per tutor-turn count, as a multiple of the mean per occupied count
-            (>= 1; 0 turns balancing off).
+        turn_balance: cap per tutor-turn count, as a multiple of the mean per occupied count.
     """
 
     RANGES: ClassVar[Mapping[str, Range]] = {

@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--samples-per-row", type=POSITIVE.flag, default=1, help="dialogues per prepared row")
     parser.add_argument("--limit", type=POSITIVE.flag, help="use only the first N prepared rows")
     parser.add_argument("--concurrency", type=POSITIVE.flag, default=32, help="dialogues in flight")
-    parser.add_argument("--max-turns", type=POSITIVE.flag, default=15, help="tutor-turn limit (paper: 15 in training)")
+    parser.add_argument("--max-turns", type=POSITIVE.flag, default=15, help="tutor-turn limit")
     parser.add_argument("--no-reference", action="store_true", help="hide the reference solution from the tutor")
     parser.add_argument("--retry-failed", action="store_true", help="generate again dialogues with a backend failure")
     parser.add_argument("--finalize-only", action="store_true", help="only rebuild the parquet and summary")
@@ -92,11 +92,11 @@ def _teacher_args(group: argparse._ArgumentGroup) -> None:
         role="teacher",
         flags=CONNECTION_FLAGS,
         defaults={"timeout_s": 300.0},
-        helps={"model": "served model name (paper: DeepSeek-V3.2)"},
+        helps={"model": "teacher model name as served"},
     )
     add_config_flags(
         group, EndpointSettings, SAMPLING_FIELDS, prefix="teacher-", defaults=TEACHER_SAMPLING,
-        helps={"top_k": "top-k, sent as vLLM's top_k (leave unset for hosted APIs)",
+        helps={"top_k": "teacher top-k, sent as vLLM's top_k (leave unset for hosted APIs)",
                "max_tokens": "cap on one tutor message"},
     )
 
@@ -111,8 +111,8 @@ def _student_args(group: argparse._ArgumentGroup) -> None:
 
 def _judge_args(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--judge-backend", choices=JUDGES, default="none",
-                       help="the gate's judge: none, the llm endpoint, or a CPU judge (not the paper's: fitted, "
-                            "one-turn criteria fitted to teachers' labels; offline, the heuristic test double)")
+                       help="the gate's judge: none, the llm endpoint, or a CPU judge (fitted: fitted to teachers' labels; "
+                            "offline: the heuristic test double)")
     add_endpoint_flags(group, "judge-", role="judge", defaults=defaults_of(JudgeConfig(backend="offline")))
     add_config_flags(group, FilterConfig, ("judge_min_score",))
 

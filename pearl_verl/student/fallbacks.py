@@ -120,6 +120,6 @@ def add_fallback_flag(parser: argparse._ActionsContainer, role: str = "student")
     """``--max-fallback-rate``: the command exits 1 when more of the replies than this fell back."""
     parser.add_argument(
         "--max-fallback-rate", type=FALLBACK_RATE.flag, default=MAX_FALLBACK_RATE,
-        help=f"exit 1 when more than this share of the {role} model's replies fell back to the rules "
-        "(labels or messages; default %(default)s)",
+        help=f"exit 1 when more than this share of the {role} model's replies (labels or messages) fell back to the "
+        "rules",
     )

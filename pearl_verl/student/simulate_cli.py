@@ -69,14 +69,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--tutor-max-tokens",
         type=POSITIVE.flag,
         default=TUTOR_MAX_TOKENS,
-        help="cap on one tutor message of --tutor endpoint (uncapped, a server generates until its context is full)",
+        help="cap on one tutor message of --tutor endpoint, in tokens",
     )
     parser.add_argument(
         "--ability", choices=ABILITY_CHOICES, default="mixed", help="profile band; 'all' runs each band"
     )
     parser.add_argument("--seed", type=SEED.flag, default=0, help="fixes profiles, initial states and sampling")
     parser.add_argument(
-        "--max-turns", type=POSITIVE.flag, default=15, help="tutor-turn limit (paper: 15 training, 20 evaluation)"
+        "--max-turns", type=POSITIVE.flag, default=15, help="tutor-turn limit"
     )
     parser.add_argument(
         "--out",

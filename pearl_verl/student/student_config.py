@@ -33,8 +33,7 @@ class StudentConfig(EndpointSettings):
         planner_max_tokens: cap on one planner reply, a one-line JSON object: a model that rambles
             past it has failed the format anyway, and its tokens would only cost time.
         planner: ``llm`` (an LLM call chooses the behaviour labels) or ``rules`` (the offline
-            planner's labels; one LLM call per turn fewer). The attempt outcome is always drawn by
-            the cognitive model from mastery and profile (docs/simulator.md).
+            planner's labels; one LLM call per turn fewer).
         refine: run the refine call when the cheap consistency check fails.
         parse_attempts: LLM calls a role may spend on replies that fail strict parsing (>= 1).
         on_parse_failure: ``fallback`` (use the offline role for that turn, counted) or ``raise``

@@ -36,10 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", type=output_file, default="view.html", help="the page (default: view.html)")
     parser.add_argument("--title", help="the page's title (default: the paths)")
     parser.add_argument("--max-dialogues", type=POSITIVE.flag, default=MAX_DIALOGUES,
-                        help="beyond this many, every flagged dialogue and a fixed random sample of the rest "
-                        "(default %(default)s)")
+                        help="dialogues on the page; beyond this many, every flagged dialogue and a fixed random "
+                        "sample of the rest")
     parser.add_argument("--serve", action="store_true", help="also serve the page on http://127.0.0.1 until Ctrl-C")
-    parser.add_argument("--port", type=PORT.flag, default=0, help=f"port for --serve: {PORT.describe()} (default 0)")
+    parser.add_argument("--port", type=PORT.flag, default=0, help="port for --serve")
     parser.set_defaults(handler=run)
 
 

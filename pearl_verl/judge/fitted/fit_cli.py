@@ -45,8 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="MRBench or BEA 2025 JSON (default: the shipped data/mrbench/MRBench_V2.json)")
     fit.add_argument("-o", "--output", type=output_file,
                      help="write the fitted parameters here (and FILE.sha256); without it only the report is printed")
-    fit.add_argument("--seed", type=int, default=0, help="seed of the fold draw and the fits (default %(default)s)")
-    fit.add_argument("--folds", type=FOLDS.flag, default=5, help="cross-validation folds (default %(default)s)")
+    fit.add_argument("--seed", type=int, default=0, help="seed of the fold draw and the fits")
+    fit.add_argument("--folds", type=FOLDS.flag, default=5, help="cross-validation folds")
     fit.add_argument("--no-cv", action="store_true", help="fit without measuring (the report is left out)")
     fit.add_argument("--no-heuristic", action="store_true", help="leave the heuristic judge out of the report")
     fit.add_argument("--no-progress", action="store_true", help="no progress bar")
