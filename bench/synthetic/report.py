@@ -129,9 +129,15 @@ def criteria_table(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
     return rows
 
 
+def _methods_legend(fig, ax) -> None:
+    """One legend of the methods (``ax``'s series), below every panel of ``fig`` (a ``layout="constrained"``
+    figure), where it covers none of their lines or bars."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=len(METHODS), fontsize=8)
+
+
 def plot_curves(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -> None:
     """Average score, turns and gate rate over training (mean over seeds, band = min..max)."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), layout="constrained")
     for method in METHODS:
         steps = np.asarray(runs[method][0]["steps"])
         series = {
@@ -144,31 +150,29 @@ def plot_curves(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -
             ax.fill_between(steps, values.min(axis=0), values.max(axis=0), color=COLORS[method], alpha=0.15)
             ax.set_title(name)
             ax.set_xlabel("policy update")
-    axes[0].legend(fontsize=8)
+    _methods_legend(fig, axes[0])
     fig.suptitle(title)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def plot_dimension_curves(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -> None:
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7), sharex=True)
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7.4), sharex=True, layout="constrained")
     for k, ax in enumerate(axes.flat):
         for method in METHODS:
             steps = np.asarray(runs[method][0]["steps"])
             values = np.stack([np.asarray(r["dims"])[:, k] for r in runs[method]])
             ax.plot(steps, values.mean(axis=0), color=COLORS[method], label=LABELS[method])
         ax.set_title(DIMS[k])
-    axes.flat[0].legend(fontsize=7)
+    _methods_legend(fig, axes.flat[0])
     fig.suptitle(title + " (mean over seeds)")
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def plot_final(summary: dict[str, dict[str, np.ndarray]], path: Path, title: str) -> None:
     """Final per-dimension scores per method, bars = mean over seeds, whiskers = sd."""
-    fig, ax = plt.subplots(figsize=(14, 4.5))
+    fig, ax = plt.subplots(figsize=(14, 4.9), layout="constrained")
     width = 0.8 / len(METHODS)
     x = np.arange(len(DIMS) + 1)
     for i, method in enumerate(METHODS):
@@ -178,9 +182,8 @@ def plot_final(summary: dict[str, dict[str, np.ndarray]], path: Path, title: str
     ax.set_xticks(x, [*DIMS, "avg"])
     ax.set_ylim(0.4, 1.02)
     ax.set_ylabel("noise-free judge score after training")
-    ax.legend(fontsize=8, ncol=5, loc="lower center")
+    _methods_legend(fig, ax)
     ax.set_title(title)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

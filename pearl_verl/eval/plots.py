@@ -1,7 +1,8 @@
 """PNG figures of the evaluations (matplotlib, Agg backend: no display needed).
 
 Every figure has a title, labelled axes (0-100 scales where the tables use them), a legend when it
-shows more than one series, and error bars for the 95% intervals the tables report.
+shows more than one series, outside the axes so that it covers no line or bar, and error bars for the
+95% intervals the tables report.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def legend_beside(ax, **kwargs):
+    """``ax``'s legend right of the axes, where none of their lines or bars runs (``loc="best"`` still covers
+    lines that fill the axes); a ``layout="constrained"`` figure or ``tight_layout`` makes room for it."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kwargs)
 
 
 def _save(fig, path: Path) -> Path:
@@ -53,7 +60,7 @@ def radar_plot(series: Mapping[str, Sequence[float]], axes: Sequence[str], title
     ax.set_yticks([20, 40, 60, 80, 100])
     ax.set_yticklabels(["20", "40", "60", "80", "100"], fontsize=8)
     ax.set_title(title, fontsize=12, pad=18)
-    ax.legend(loc="upper right", bbox_to_anchor=(1.25, 1.12), fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize=9, frameon=False)  # below the labels
     return _save(fig, path)
 
 
@@ -115,5 +122,5 @@ def line_with_ci(
     ax.set_ylim(0, 104)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9)
+    legend_beside(ax, fontsize=9)
     return _save(fig, path)

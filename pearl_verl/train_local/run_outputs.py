@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,34 +52,37 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path, title: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from pearl_verl.eval.plots import legend_beside
+
     train = [row for row in rows if "reward/mean" in row]
     steps = [row["step"] for row in train]
     evals = [row for row in rows if "eval/reward/mean" in row]
-    fig, axes = plt.subplots(1, 4, figsize=(21, 4.8))
+    fig, grid = plt.subplots(2, 2, figsize=(16, 8.5), layout="constrained")
+    axes = grid.flat
     axes[0].plot(steps, [_get(row, "reward/mean") for row in train], color="black", linewidth=2.2, label="train: mean of 8 dims")
     axes[0].plot([row["step"] for row in evals], [_get(row, "eval/reward/mean") for row in evals], "D--", color="tab:green",
                  markersize=6, label="held-out eval")
     for dim in DIMENSIONS:
         axes[0].plot(steps, [_get(row, f"pearl/reward/{dim}/mean") for row in train], linewidth=1, alpha=0.6, label=dim)
     axes[0].set(title="judge reward", xlabel="step", ylabel="score in [0, 1]", ylim=(-0.02, 1.02))
-    axes[0].legend(fontsize=7, ncol=3)
+    legend_beside(axes[0], fontsize=8)
     for name, text in (observables or {}).items():
         points = [(row["step"], 100 * row[f"eval/obs/{name}"]) for row in evals if f"eval/obs/{name}" in row]
         if points:
-            axes[1].plot(*zip(*points), "o--", markersize=5, label=text)
+            axes[1].plot(*zip(*points), "o--", markersize=5, label=textwrap.fill(text, 48))
     axes[1].set(title="what the tutor does (held-out)", xlabel="step", ylabel="%", ylim=(-2, 102))
-    axes[1].legend(fontsize=7)
+    if axes[1].get_lines():
+        legend_beside(axes[1], fontsize=8)
     axes[2].plot(steps, [_get(row, "pearl/episode/tutor_turns/mean") for row in train], marker="o", markersize=3, label="tutor turns")
     axes[2].plot(steps, [_get(row, "pearl/episode/completed_rate") for row in train], marker="s", markersize=3,
-                 label="completed and gated in (rate)")
+                 label="completed and\ngated in (rate)")
     axes[2].set(title="dialogues (train)", xlabel="step")
-    axes[2].legend(fontsize=8)
+    legend_beside(axes[2], fontsize=8)
     axes[3].plot(steps, [_get(row, "actor/pg_loss") for row in train], marker="o", markersize=3, color="tab:red")
     axes[3].set(title="GSPO policy loss", xlabel="step")
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
