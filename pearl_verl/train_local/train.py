@@ -36,6 +36,7 @@ from pearl_verl.dialogue.sample import PearlSample
 from pearl_verl.errors import InputError
 from pearl_verl.models.prepare import prepare_model
 from pearl_verl.row_kinds import stamped
+from pearl_verl.sft.mathdial_teachers import HUMAN_POOL
 from pearl_verl.train_local.heldout import OBSERVABLES, HeldOut, append_heldout, read_heldout
 from pearl_verl.train_local.local_config import LOCAL_PROBLEMS, MIN_LR_RATIO, LocalTrainConfig
 from pearl_verl.train_local.precision import RL_ENGINE, SFT_ENGINE, dtype_name, resolve_dtype, train_overrides
@@ -170,8 +171,7 @@ class LocalRun:
     def cold_start(self, log: TextIO) -> dict[str, float]:
         """SFT on scripted-teacher dialogues through verl's SFT trainer (its output appended to ``log``), handed
         over as RL's step-0 checkpoint, whose Hugging Face export is ``cold_start_dir``. Returns its summary."""
-        import asyncio
-
+        from pearl_verl.async_run import run_async
         from pearl_verl.dialogue.episode_runner import EpisodeLimits
         from pearl_verl.train_local.cold_start import (
             hand_over,
@@ -184,11 +184,14 @@ class LocalRun:
 
         c = self.config
         t0 = time.perf_counter()
-        generated = asyncio.run(teacher_dialogues(self.simulator, self.samples, c.cold_start_dialogues,
-                                                  EpisodeLimits(c.max_tutor_turns), c.seed, pool=c.cold_start_teachers))
-        episodes = keep_for_pool(generated, c.cold_start_teachers)
         folder = self.out / "cold_start"
-        parquet = write_sft_parquet(episodes, folder)
+        if c.cold_start_teachers == HUMAN_POOL:
+            parquet, kept, dropped = _human_teacher_set(self, folder)
+        else:
+            generated = run_async(teacher_dialogues(self.simulator, self.samples, c.cold_start_dialogues,
+                                                    EpisodeLimits(c.max_tutor_turns), c.seed, pool=c.cold_start_teachers))
+            episodes = keep_for_pool(generated, c.cold_start_teachers)
+            parquet, kept, dropped = write_sft_parquet(episodes, folder), len(episodes), len(generated) - len(episodes)
         rows = run_sft(sft_overrides(parquet=parquet, model=self.model_dir, out=folder, steps=c.cold_start_steps,
                                      batch_size=c.batch_problems * c.group_size, micro_batch_size=c.micro_batch_size,
                                      max_length=c.prompt_length + c.response_length, lr=c.sft_learning_rate,
@@ -199,8 +202,32 @@ class LocalRun:
         shutil.rmtree(folder / "checkpoints")  # what is left of the SFT's: its dataloader state and step marker
         losses = [row["train/loss"] for row in rows if "train/loss" in row]
         return {"cold_start/steps": len(losses), "cold_start/loss_first": losses[0], "cold_start/loss_last": losses[-1],
-                "cold_start/dialogues": len(episodes), "cold_start/dialogues_dropped": len(generated) - len(episodes),
+                "cold_start/dialogues": kept, "cold_start/dialogues_dropped": dropped,
                 "time/cold_start_s": time.perf_counter() - t0}
+
+
+def _human_teacher_set(run: LocalRun, folder: Path) -> tuple[Path, int, int]:
+    """MathDial's human-teacher dialogues on problems other than the run's (:mod:`pearl_verl.sft.mathdial_teachers`),
+    ``cold_start_dialogues x num_problems`` of them, as ``folder/train.parquet``. Returns it, the dialogues kept and
+    the conversations left out."""
+    from transformers import AutoTokenizer
+
+    from pearl_verl.data.location import data_dir
+    from pearl_verl.sft.dataset import write_sft
+    from pearl_verl.sft.mathdial_teachers import MATHDIAL_CONVERSATIONS, read_human_dialogues, sft_rows
+
+    c = run.config
+    tokenizer = AutoTokenizer.from_pretrained(run.model_dir)
+    sampler, rng = ConditionSampler(ability_mix=c.ability_mix), random.Random(c.seed)
+    dialogues, unusable = read_human_dialogues(data_dir() / MATHDIAL_CONVERSATIONS)
+    rows, left_out = sft_rows(
+        dialogues, exclude_questions=[s.problem.question for s in (*run.samples, *run.eval_samples)],
+        opening=lambda problem, wrong: run.simulator.opening(problem, sampler.sample(rng, wrong)),
+        max_tutor_turns=c.max_tutor_turns, max_turn_tokens=c.max_tokens_per_turn,
+        count_tokens=lambda text: len(tokenizer(text)["input_ids"]), limit=c.cold_start_dialogues * c.num_problems)
+    if not rows:
+        raise InputError(f"no MathDial teacher dialogue fits the run: {dict(unusable + left_out)}")
+    return write_sft({"train": rows}, folder)[0], len(rows), sum((unusable + left_out).values())
 
 
 def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: TextIO | None = None,
