@@ -156,6 +156,11 @@ def praises(text: str) -> bool:
     return bool(_PRAISE.search(text)) and not _NEGATED_PRAISE.search(text)
 
 
+def points_to_mistake(text: str) -> bool:
+    """Whether a tutor message points to a mistake: it sends the student back to re-check or names one."""
+    return asks_to_recheck(text) or bool(_POINTS_TO_MISTAKE.search(text))
+
+
 def accepts_wrong(reply: str) -> bool:
     """Whether a tutor's reply to a wrong attempt accepts it: it praises or confirms ("Well done!", "Good thinking!")
     and neither sends the student back to re-check nor names a mistake.
@@ -165,7 +170,7 @@ def accepts_wrong(reply: str) -> bool:
     subtraction") as identifying the mistake in most cases, praise alone as not identifying it. "Good effort" and
     "nice try" acknowledge work without a verdict and are no praise here.
     """
-    return praises(reply) and not asks_to_recheck(reply) and not _POINTS_TO_MISTAKE.search(reply)
+    return praises(reply) and not points_to_mistake(reply)
 
 
 def key_results(question: str, solution: str, answer: str) -> tuple[str, ...]:

@@ -48,6 +48,11 @@ turns only (:func:`pearl_verl.dialogue.legible.well_formed`): "check" inside let
 _ABOUT_WORK = re.compile(r"\b(you|your|step|number|answer|got|get)\b", re.I)
 
 
+def asks_about_work(text: str) -> bool:
+    """Whether a tutor turn asks a question about the student's work ("How did you get that number?")."""
+    return "?" in text and bool(_ABOUT_WORK.search(text))
+
+
 def tutor_turns(episode: EpisodeRecord) -> list[tuple[int, str, bool]]:
     """Each tutor turn's index, text and whether it is well-formed (the problem's and the student's words count as
     words)."""
@@ -66,7 +71,7 @@ def observables(episode: EpisodeRecord) -> dict[str, float]:
 
     return {
         "well_formed": len(formed) / len(tutor) if tutor else 0.0,
-        "asks_about_work": share(lambda i, text: "?" in text and bool(_ABOUT_WORK.search(text))),
+        "asks_about_work": share(lambda i, text: asks_about_work(text)),
         "rechecks": share(lambda i, text: asks_to_recheck(text)),
         "praises": share(lambda i, text: praises(text)),
         "praises_wrong": float(bool(f.accepting_turns)),  # the judges' reading (features.accepts_wrong)
