@@ -138,5 +138,4 @@ def test_every_flag_says_what_it_does_its_default_and_allowed_values_in_a_line_o
             if isinstance(getattr(action.type, "__self__", None), Range) or type(action.type).__name__ == "_NullAsZero":
                 assert "Allowed: " in text, f"{where}: no allowed values in {text!r}"
             said = text.split("Allowed: ")[0].replace("e.g.", "eg")
-            if path != ("train-local",):  # its own help is being trimmed apart (issue 72)
-                assert said.count(". ") <= 1 and len(text) <= 320, f"{where} says more than a line or two: {text!r}"
+            assert said.count(". ") <= 1 and len(text) <= 320, f"{where} says more than a line or two: {text!r}"

