@@ -8,8 +8,9 @@ The layers, lowest first; a module imports from its own layer and the ones below
 (``tests/test_layers.py`` holds this, and that no import circle exists between modules):
 
 1. foundation: ``errors``, ``ranges``, ``redact``, ``dims``, ``jsonl``, ``stats``, ``progress``,
-   ``children``, ``out_paths``, ``write_whole``, ``listen``, ``config_flags``, ``resume_guard``,
-   ``strict_dataclass``, ``row_kinds`` (what each written row is), ``resources`` (shipped prompts and data);
+   ``children``, ``async_run`` (the one way a command runs its event loop), ``out_paths``, ``write_whole``,
+   ``listen``, ``config_flags``, ``resume_guard``, ``strict_dataclass``, ``row_kinds`` (what each written row
+   is), ``resources`` (shipped prompts and data);
 2. ``llm``: the OpenAI-compatible client and its test servers;
 3. the method, in this order inside:
 

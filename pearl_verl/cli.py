@@ -64,6 +64,9 @@ def main(
     handlers = raise_on_stop_signals()  # every stop signal unwinds alike, so every child is stopped on the way out
     try:
         return _main(argv, modules, prog)
+    except Stopped as exc:  # before the command was known (importing its module, the parse): the line names the program
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exc.code
     finally:
         if restore_handlers:
             restore_signals(handlers)

@@ -10,8 +10,8 @@ import pearl_verl
 
 PACKAGE = Path(pearl_verl.__file__).parent
 LAYERS = (
-    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "out_paths", "write_whole", "listen",
-     "config_flags", "resume_guard", "strict_dataclass", "row_kinds", "resources"},
+    {"errors", "ranges", "redact", "dims", "jsonl", "stats", "progress", "children", "async_run", "out_paths",
+     "write_whole", "listen", "config_flags", "resume_guard", "strict_dataclass", "row_kinds", "resources"},
     {"llm"},
     {"dialogue", "tutor", "student", "knowledge", "data", "judge", "advantage", "pearl_config"},
     {"eval", "sft", "compare", "view", "faults", "models"},

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pearl_verl.async_run import run_async
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
 from pearl_verl.llm.chat_types import UsageMeter
@@ -74,7 +75,7 @@ def fill_cache(
 
         await asyncio.gather(*(one(p) for p in problems))
 
-    asyncio.run(run())
+    run_async(run())
     stats: dict[str, Any] = {key: 0 for key in ("disk_hits", "rules", "llm", "fallbacks", "llm_calls")}
     stats.update(decomposer.stats)
     stats.update({"problems": len(problems), "extractor": decomposer.extractor, "cache_dir": str(cache_dir)})

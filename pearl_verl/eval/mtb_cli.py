@@ -83,8 +83,7 @@ def _backend(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.data.location import data_dir
     from pearl_verl.eval.mtb import PEDAGOGY_TASKS, TASKS, build_examples, mtb_markdown, task_metrics
     from pearl_verl.eval.rm_cli import MTB_STYLE_SYSTEM_PROMPT
@@ -118,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         bar.update(len(examples) - len(todo))
     args.out.mkdir(parents=True, exist_ok=True)
     drop_cut_tail(output)
-    asyncio.run(_generate(todo, existing, backend, rm, prompt, output, args.concurrency, bar))
+    run_async(_generate(todo, existing, backend, rm, prompt, output, args.concurrency, bar))
     if bar is not None:
         bar.close()
     rows = read_results(output)

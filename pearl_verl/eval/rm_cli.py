@@ -135,6 +135,7 @@ def build_scorer(args: argparse.Namespace):
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
+    from pearl_verl.async_run import run_async
     from pearl_verl.eval.plots import grouped_bars
     from pearl_verl.eval.rm import MARGINS, agreement, agreement_markdown, read_pairs, verdict_row
     from pearl_verl.eval.runner import read_results
@@ -171,7 +172,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
             await asyncio.gather(*(one(p) for p in todo))
 
-    asyncio.run(score_all())
+    run_async(score_all())
     if bar is not None:
         bar.close()
     ids = {p.id for p in pairs}

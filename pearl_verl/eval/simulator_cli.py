@@ -74,8 +74,7 @@ def build_annotator(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.dialogue.student_contract import ABILITY_LEVELS
     from pearl_verl.eval.plots import line_with_ci
     from pearl_verl.eval.runner import read_results
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     annotator = build_annotator(args)
     output = args.out / "annotations.jsonl"
     bar = progress_bar(args.progress, len(dialogues), "dialogue", "eval-simulator")
-    ran, skipped = asyncio.run(
+    ran, skipped = run_async(
         annotate_dialogues(
             annotator,
             dialogues,

@@ -100,8 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> tuple[Any, int, str | None]:
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.data.location import dataset_file
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.eval.common_cli import build_simulators, judge_config
@@ -143,7 +142,7 @@ def _run(args: argparse.Namespace) -> tuple[Any, int, str | None]:
     jobs = plan_jobs(manifest.items, names, simulators)
     bar = progress_bar(args.progress, len(jobs), "dialogue", "eval-tutor")
     students = build_simulators(args, simulators)
-    summary = asyncio.run(
+    summary = run_async(
         run_eval(
             jobs,
             tutors,

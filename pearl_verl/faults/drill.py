@@ -40,6 +40,7 @@ from typing import Any
 
 from pearl_verl.advantage.estimator import AdvantageConfig
 from pearl_verl.advantage.inputs import breakdown_from_inputs, inputs_from_rows
+from pearl_verl.async_run import run_async
 from pearl_verl.data.conditions import ConditionSampler
 from pearl_verl.data.sources import SourceItem, load_source
 from pearl_verl.dialogue.episode import EpisodeRecord
@@ -228,7 +229,7 @@ def run_drill(config: DrillConfig, workdir: Path) -> DrillReport:
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     with FaultServer(student_reply, config.faults(0), STUDENT_MODEL) as student_server:
-        episodes, student = asyncio.run(_rollout(config, student_server.base_url, episodes_path))
+        episodes, student = run_async(_rollout(config, student_server.base_url, episodes_path))
     seconds["rollout"] = time.perf_counter() - start
     start = time.perf_counter()
     with FaultServer(judge_reply, config.faults(1), JUDGE_MODEL) as killed_server:
@@ -236,7 +237,7 @@ def run_drill(config: DrillConfig, workdir: Path) -> DrillReport:
     seconds["killed_judge_run"] = time.perf_counter() - start
     start = time.perf_counter()
     with FaultServer(judge_reply, config.faults(2), JUDGE_MODEL) as judge_server:
-        judge, resumed = asyncio.run(_resume_judging(config, judge_server.base_url, episodes_path, scores_path))
+        judge, resumed = run_async(_resume_judging(config, judge_server.base_url, episodes_path, scores_path))
     seconds["resumed_judge_run"] = time.perf_counter() - start
     lines = tuple(scores_path.read_text(encoding="utf-8").splitlines())
     rows = final_rows(lines)

@@ -242,10 +242,18 @@ async def judge_file(
                     _count_skipped(summary, item, stored[item.id])
                     continue
                 await queue.put(item)
+        except asyncio.CancelledError:
+            # a stop: the dialogues in flight are dropped, not waited for; and no end marker is queued, since a
+            # full queue that no cancelled worker empties would hold this task forever
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
         finally:
-            for _ in workers:
-                await queue.put(None)
-            await asyncio.gather(*workers)
+            if not any(task.cancelled() for task in workers):
+                for _ in workers:  # an error in the input: the dialogues queued before it are judged and written
+                    await queue.put(None)
+                await asyncio.gather(*workers)
     return summary
 
 

@@ -34,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.async_run import run_async
 from pearl_verl.dialogue.episode import EpisodeRecord
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.errors import InputError
@@ -224,7 +225,7 @@ def build_pairs(offset: int, count: int, seed: int = 0) -> list[dict[str, Any]]:
         for side in ("better", "worse"):
             simulator = build_simulator(StudentConfig(backend="offline"))
             tutor = tutors[getattr(contrast, side)]()
-            sides[side] = asyncio.run(run_jobs(simulator, tutor, jobs, limits))
+            sides[side] = run_async(run_jobs(simulator, tutor, jobs, limits))
         for job, better, worse in zip(jobs, sides["better"], sides["worse"]):
             rows.append({"id": f"{kind}:{job.item.problem.problem_id}", "kind": kind,
                          "dimensions": list(contrast.dimensions), "better_tutor": contrast.better,

@@ -62,8 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.judge.calibration import check_judge
     from pearl_verl.judge.judge_config import build_judge
 
@@ -82,8 +81,8 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"judge-check: {2 * len(pairs)} judgements, waiting for {config.base_url} (model {config.model}; "
               f"up to {config.timeout_s:g} s a request, {config.max_retries} retries)", file=sys.stderr, flush=True)
     progress = progress_bar("off" if args.no_progress else "auto", 2 * len(pairs), "dialogue", "judge-check")
-    report = asyncio.run(check_judge(judge, pairs, concurrency=args.concurrency,
-                                     on_judged=progress.update if progress is not None else None))
+    report = run_async(check_judge(judge, pairs, concurrency=args.concurrency,
+                                   on_judged=progress.update if progress is not None else None))
     if progress is not None:
         progress.close()
     result = report.to_dict(min_agreement, args.min_parse_rate)

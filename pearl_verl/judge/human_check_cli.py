@@ -6,11 +6,11 @@ The check itself is :mod:`pearl_verl.judge.human_check`; this module reads the f
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.async_run import run_async
 from pearl_verl.data.mrbench import mrbench_file
 from pearl_verl.errors import InputError
 from pearl_verl.judge.check_report import finish_check
@@ -48,8 +48,8 @@ def run_human_check(args: argparse.Namespace) -> int:
         print(f"judge-check --human: {total} judgements, waiting for {config.base_url} (model {config.model}; "
               f"up to {config.timeout_s:g} s a request, {config.max_retries} retries)", file=sys.stderr, flush=True)
     progress = progress_bar("off" if args.no_progress else "auto", total, "response", "judge-check --human")
-    report = asyncio.run(check_human(judge, path, splits, args.limit, args.concurrency,
-                                     progress.update if progress is not None else None, chosen))
+    report = run_async(check_human(judge, path, splits, args.limit, args.concurrency,
+                                   progress.update if progress is not None else None, chosen))
     if progress is not None:
         progress.close()
     result = report.to_dict(min_agreement, min_parse_rate)

@@ -72,8 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_judge(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.judge.batch import judge_file
     from pearl_verl.judge.judge_config import build_judge
 
@@ -88,7 +87,7 @@ def run_judge(args: argparse.Namespace) -> int:
     judge = build_judge(config)
     write_settings(settings_path, settings)
     progress = progress_bar("off" if args.no_progress else "auto", None, "dialogue", "judge")
-    summary = asyncio.run(
+    summary = run_async(
         judge_file(
             judge,
             args.input,

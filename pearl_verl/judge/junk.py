@@ -97,8 +97,7 @@ def with_tutor_turns(episode: EpisodeRecord, kind: str, seed: int = 0) -> Episod
 def teaching_dialogues(count: int = 16, seed: int = 0) -> list[EpisodeRecord]:
     """Dialogues of the coaching and Socratic scripted tutors with offline students of high ability, on the
     first ``count`` GSM8K test problems (the shipped ``data/``): the real teaching the junk replaces."""
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.student.factory import build_simulator
@@ -111,7 +110,7 @@ def teaching_dialogues(count: int = 16, seed: int = 0) -> list[EpisodeRecord]:
     out: list[EpisodeRecord] = []
     for tutor in (ScriptedCoachTutor(), ScriptedSocraticTutor()):
         simulator = build_simulator(StudentConfig(backend="offline"))
-        out += asyncio.run(run_jobs(simulator, tutor, jobs, EpisodeLimits(max_tutor_turns=8)))
+        out += run_async(run_jobs(simulator, tutor, jobs, EpisodeLimits(max_tutor_turns=8)))
     return out
 
 

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
+    from pearl_verl.async_run import run_async
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.knowledge.cache import DecompositionCache
     from pearl_verl.knowledge.curriculum import load_curriculum
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         await asyncio.gather(*(one(p) for p in problems))
         progress.close()
 
-    asyncio.run(main())
+    run_async(main())
     stats = decomposer.stats
     print(
         f"problems {len(problems)} | cached before {stats['disk_hits']} | rules {stats['rules']} | "

@@ -264,8 +264,9 @@ class OpenAIChatClient:
                 connector=aiohttp.TCPConnector(limit=self.endpoint.max_concurrency),
                 timeout=aiohttp.ClientTimeout(total=self.endpoint.timeout_s),
             )
-            # asyncio.run() finalises live async generators before closing its loop; this one then
-            # closes the pool, so callers that never call aclose() leave nothing open behind.
+            # run_async() (pearl_verl.async_run), as asyncio.run() does, finalises live async generators before it
+            # closes its loop, after a stop too; this one then closes the pool, so callers that never call aclose()
+            # leave nothing open behind.
             closer = _close_on_shutdown(session)
             await closer.__anext__()
             entry = (session, asyncio.Semaphore(self.endpoint.max_concurrency), closer)

@@ -189,8 +189,7 @@ def _filter_config(args: argparse.Namespace) -> FilterConfig:
 def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple[Any, Any, dict[str, str], str | None]:
     """Run the jobs that are not recorded yet; (run counters, the teacher, {role: structured-output note},
     the student's structured-output mode)."""
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.sft.generate import generate
 
@@ -201,7 +200,7 @@ def _generate(args: argparse.Namespace, jobs: list, records_path: Path) -> tuple
     write_settings(settings_path, settings)
     progress = progress_bar("off" if args.no_progress else "auto", len(jobs), "dialogue", "gen-sft")
     try:
-        stats = asyncio.run(
+        stats = run_async(
             generate(
                 jobs,
                 simulator,

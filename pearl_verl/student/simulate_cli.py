@@ -90,8 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from pearl_verl.async_run import run_async
     from pearl_verl.data.problem_files import load_problem_files
     from pearl_verl.dialogue.episode_runner import EpisodeLimits
     from pearl_verl.student.factory import build_simulator
@@ -119,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             done[job.index] = output.write(turn_rows(episode, job.index))
             bar.update()
 
-        asyncio.run(run_jobs(simulator, tutor, todo, EpisodeLimits(args.max_turns), args.concurrency, on_done=write))
+        run_async(run_jobs(simulator, tutor, todo, EpisodeLimits(args.max_turns), args.concurrency, on_done=write))
     summary = summarise([done[index] for index in sorted(done)])
     summary["structured_output"] = mode_note = UsageMeter.note_of(simulator)
     report = format_summary(summary) + (f"\n{mode_note}" if mode_note else "")

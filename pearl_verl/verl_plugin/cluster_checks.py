@@ -27,6 +27,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from pearl_verl.async_run import run_async
 from pearl_verl.errors import InputError
 from pearl_verl.judge.judge_config import JudgeConfig
 from pearl_verl.verl_plugin.doctor import Check
@@ -136,7 +137,7 @@ def endpoint_checks(role: str, base_url: str | None, model: str | None, api_key_
         return [Check(name, False, "no base URL or model given",
                       f"pass --{role}-base-url and --{role}-model, or a recipe that sets them")]
     try:
-        return asyncio.run(_endpoint_checks(role, base_url, model, api_key_env, samples, human_file))
+        return run_async(_endpoint_checks(role, base_url, model, api_key_env, samples, human_file))
     except InputError as exc:  # a bad URL or an unset key variable: this check's line, not the doctor's end
         return [Check(name, False, str(exc), f"fix the {role} endpoint's settings")]
 

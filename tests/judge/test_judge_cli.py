@@ -92,6 +92,42 @@ def test_a_run_killed_mid_line_resumes_cleanly(tmp_path, make_episode):
     )
 
 
+class StuckJudge(HeuristicJudge):
+    """A judge whose every judgement waits for ever (an endpoint that never answers); it counts its cancellations."""
+
+    def __init__(self):
+        super().__init__()
+        self.cancelled = 0
+        self.started = None
+
+    async def judge(self, episode):
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+def test_a_cancelled_run_drops_the_dialogues_in_flight_instead_of_waiting_for_them(tmp_path, make_episode):
+    """A stop cancels the run (``pearl_verl.async_run``): it ends with its worker cancelled, where waiting for the
+    worker, or queueing an end marker into a queue that no cancelled worker empties, would hold it for ever."""
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_dialogues(source, [make_episode([f"Help {i}?", "What is 3 times 4?", "12"]) for i in range(6)])
+    judge = StuckJudge()
+
+    async def stopped_run():
+        judge.started = asyncio.Event()
+        run = asyncio.create_task(judge_file(judge, source, out, concurrency=1))
+        await judge.started.wait()
+        run.cancel()
+        await asyncio.wait_for(asyncio.gather(run, return_exceptions=True), 60)  # against a hang, not a time bound
+        return run
+
+    assert asyncio.run(stopped_run()).cancelled()
+    assert judge.cancelled == 1 and out.read_text() == ""
+
+
 def test_duplicate_ids_are_rejected(tmp_path, make_episode):
     source = tmp_path / "dup.jsonl"
     record = json.dumps({"id": "same", **make_episode(["hi"]).to_dict()})

@@ -10,11 +10,11 @@ shipped parameters are ``pearl-verl judge-fit -o pearl_verl/resources/judge/fitt
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 from pathlib import Path
 from typing import Any
 
+from pearl_verl.async_run import run_async
 from pearl_verl.errors import InputError
 from pearl_verl.out_paths import output_file
 from pearl_verl.ranges import Range
@@ -126,7 +126,7 @@ def heuristic_agreement(conversations: list[Any]) -> dict[str, float]:
     from pearl_verl.judge.offline import HeuristicJudge
     from pearl_verl.judge.one_turn import OneTurnJudge
 
-    judged = asyncio.run(judge_responses(OneTurnJudge(HeuristicJudge()), conversations, concurrency=64))
+    judged = run_async(judge_responses(OneTurnJudge(HeuristicJudge()), conversations, concurrency=64))
     rated = rated_responses(conversations, judged)
     out = {}
     for dimension in MAPPED:
