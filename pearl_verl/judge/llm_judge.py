@@ -90,6 +90,7 @@ class _SampleSet:
         in_set: completions counted into the current set so far.
         used: completions counted over every set (the result's ``attempts``).
         unparsed: of those, completions that failed to parse (the result's ``unparsed``).
+        empty: of those, completions that came back with no content (and not cut off at the token limit).
         parsed: parsed judgements of the current set.
         last_error: the latest parse failure.
     """
@@ -98,6 +99,7 @@ class _SampleSet:
     in_set: int = 0
     used: int = 0
     unparsed: int = 0
+    empty: int = 0
     parsed: list[tuple[CriterionScore, ...]] = field(default_factory=list)
     last_error: JudgeOutputError | None = None
 
@@ -207,6 +209,8 @@ class LLMJudge:
         """Count one completion into the current set, parsed or with its parse failure."""
         draws.in_set += 1
         draws.used += 1
+        if not text.strip() and finish_reason != "length":
+            draws.empty += 1
         try:
             draws.parsed.append(parse_judgement(text, self.rubric, finish_reason))
         except JudgeOutputError as exc:
@@ -226,6 +230,8 @@ class LLMJudge:
                 f"{1 + self.parse_retries} request round(s); not averaging fewer"
             )
             return self._fail(error, "samples_short", draws, start)
+        if not draws.parsed and draws.empty == draws.used:  # nothing to parse came back: the endpoint's failure
+            return self._fail(self._empty_replies(draws.used), "llm_empty_reply", draws, start)
         if not draws.parsed:
             assert draws.last_error is not None
             return self._fail(
@@ -237,6 +243,14 @@ class LLMJudge:
         latency = time.perf_counter() - start
         result = result_from_samples(draws.parsed, self.aggregate, self.rubric, draws.used, latency)
         return dataclasses.replace(result, unparsed=draws.unparsed)
+
+    def _empty_replies(self, count: int) -> str:
+        """The error of a judgement whose every reply came back empty: it names the endpoint, whose fault it is (an
+        empty reply is no judgement a stronger judge model could have made better)."""
+        where = getattr(getattr(self.backend, "endpoint", None), "base_url", None) or "the judge endpoint"
+        return (f"judge endpoint failed (empty_reply): every reply from {where} was empty ({count} replies); check the "
+                "server's log, its chat template and its reasoning parser (one that takes the whole reply as reasoning "
+                "leaves the content empty)")
 
     async def _draw(self, messages: list[Message], round_: int, count: int) -> list[tuple[str, str | None]]:
         """``count`` new samples as ``(text, finish_reason)``, fewer if the server sent fewer.

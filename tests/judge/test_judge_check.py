@@ -107,3 +107,16 @@ def test_a_failing_endpoint_is_told_apart_from_a_weak_model(capsys, tmp_path, st
     assert "stronger" not in last and "Check the server" in last  # the server, not the model
     assert json.loads(report.read_text())["endpoint_failures"] == {f"http_{status}": 2 * len(load_pairs(HELD_OUT))}
     assert f"waiting for {server.base_url}" in err  # said before the wait, not only after it
+
+
+def test_empty_replies_are_named_as_the_endpoints_failure_with_its_url(capsys, tmp_path):
+    report = tmp_path / "report.json"
+    with LocalChatServer(lambda body: "", model="judge") as server:
+        code, _, err = _run(capsys, "--base-url", server.base_url, "--model", "judge", "--max-retries", "0",
+                            "--pairs", str(HELD_OUT), "-o", str(report))
+    assert code == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: the judge endpoint failed on ") and "(empty_reply " in last, last
+    assert "stronger" not in err and "Check the server" in last  # the server, not the model
+    assert f"every reply from {server.base_url} was empty" in err  # a failed judgement names the endpoint
+    assert json.loads(report.read_text())["endpoint_failures"] == {"empty_reply": 2 * len(load_pairs(HELD_OUT))}

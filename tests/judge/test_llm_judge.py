@@ -55,6 +55,26 @@ def test_endpoint_failure_is_flagged_without_parse_retries(episode):
     assert judge.stats.failure_reasons == {"llm_timeout": 1}
 
 
+@pytest.mark.parametrize(("reply", "reason"), [
+    (Reply(text=""), "llm_empty_reply"), (Reply(text=" \n"), "llm_empty_reply"),
+    (Reply(text="", finish_reason="length"), "parse_truncated"),  # cut off: the token limit's, as before
+])
+def test_replies_that_all_come_back_empty_are_the_endpoints_failure_named_by_its_url(episode, reply, reason):
+    with LocalChatServer(lambda body: reply) as server:
+        judge = build_judge(JudgeConfig(base_url=server.base_url, model="pearl-judge", max_retries=0, parse_retries=1))
+        result = _judge(episode, judge)
+    assert not result.ok and result.reason == reason and result.attempts == result.unparsed == 2
+    named = f"judge endpoint failed (empty_reply): every reply from {server.base_url} was empty (2 replies)"
+    assert result.error.startswith(named) == (reason == "llm_empty_reply"), result.error
+
+
+def test_one_reply_with_content_makes_it_the_models_parse_failure(episode):
+    judge = LLMJudge(ScriptedChatBackend(_queue("", "not json")), parse_retries=1)
+    result = _judge(episode, judge)
+    assert not result.ok and result.reason == "parse_invalid_json"
+    assert judge.stats.failure_reasons == {"parse_invalid_json": 1}
+
+
 def test_unexpected_backend_error_is_flagged_and_logged(episode, caplog):
     def broken(messages, sampling):
         raise RuntimeError("bug in a backend")
