@@ -165,13 +165,13 @@ def run_serve(args: argparse.Namespace) -> int:
     total = len(store.pairs())
     if total == 0:
         raise InputError("the study holds no pairs; pass --pairs FILE (from `pearl-verl compare build-pairs`).")
-    if not is_loopback(args.host):
+    sock = listening_socket(args.host, args.port)  # before "serving ...": a taken port is one error line
+    if not is_loopback(args.host):  # after the bind: a host refused above is served to no one
         print(
             f"warning: binding {args.host} makes the study reachable from other machines; serve it behind HTTPS "
             "(a reverse proxy) and pass --secure-cookies, or access codes travel in clear text.",
             file=sys.stderr,
         )
-    sock = listening_socket(args.host, args.port)  # before "serving ...": a taken port is one error line
     print(
         f"serving {total} pairs ({new} new) to {len(store.annotators())} annotators on "
         f"{http_url(args.host, sock.getsockname()[1])} (Ctrl-C stops; votes are saved as they are cast)",
