@@ -31,7 +31,7 @@ MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     TINY: {"rollout": "hf", "batch_problems": 4, "max_tutor_turns": 12, "max_tokens_per_turn": 24,
            "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed"},
     "pretrained": {"rollout": "vllm", "batch_problems": 2, "max_tutor_turns": 6, "max_tokens_per_turn": 48,
-                   "eval_seeds": 2, "cold_start_steps": 12, "cold_start_teachers": HUMAN_POOL},
+                   "eval_seeds": 2, "cold_start_steps": 6, "cold_start_teachers": HUMAN_POOL},
 }
 """The settings that depend on the tutor model, for ``tiny`` and for a pretrained model (``smollm2`` or a directory);
 a setting given explicitly wins. docs/training.md says why each differs."""
@@ -58,7 +58,7 @@ class LocalTrainConfig:
         student_ability: ability levels the simulated students are drawn from: ``all`` or a comma
             list of low, medium, high (``high``: students who mostly solve the problem within the
             turn limit, so the completion gate opens for most dialogues).
-        lr: RL learning rate (default: 2.5e-3 for ``tiny``, 1e-5 otherwise).
+        lr: RL learning rate (default: 2.5e-3 for ``tiny``, 2e-5 otherwise).
         lr_schedule: ``cosine`` (verl's cosine schedule from ``lr`` down to a tenth of it at the last step) or
             ``constant``.
         max_tutor_turns: tutor-turn limit per dialogue (default: 12 for ``tiny``, 6 for a pretrained model).
@@ -76,13 +76,13 @@ class LocalTrainConfig:
         eval_every: evaluation interval in steps (the last step is always evaluated).
         eval_seeds: groups of ``group_size`` dialogues per held-out problem and evaluation, whose spread the
             summary sets the gain against (default: 3 for ``tiny``, 2 for a pretrained model).
-        cold_start_steps: SFT steps on teacher dialogues before RL, 0 for none (default: 40 for ``tiny``, 12 for a
+        cold_start_steps: SFT steps on teacher dialogues before RL, 0 for none (default: 40 for ``tiny``, 6 for a
             pretrained model).
         cold_start_teachers: who held the cold start's dialogues: ``mathdial`` (MathDial's human teachers, on other
             problems than the run's), ``mixed``, ``mixed-blame`` or ``socratic`` (scripted teachers; docs/training.md;
             default: ``mixed`` for ``tiny``, ``mathdial`` for a pretrained model).
         cold_start_lr: SFT learning rate of the cold start, whose optimizer RL continues at ``lr`` (default: 5e-3 for
-            ``tiny``, 1e-5 otherwise).
+            ``tiny``, 3e-5 otherwise).
         cold_start_dialogues: teacher dialogues per training problem for the cold start (``mathdial``: that many
             times ``num_problems`` conversations in all).
         save_every: checkpoint interval in steps (a final checkpoint is always written).
@@ -205,8 +205,8 @@ class LocalTrainConfig:
 
     @property
     def learning_rate(self) -> float:
-        return self.lr if self.lr is not None else (2.5e-3 if self.model == TINY else 1e-5)
+        return self.lr if self.lr is not None else (2.5e-3 if self.model == TINY else 2e-5)
 
     @property
     def sft_learning_rate(self) -> float:
-        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == TINY else 1e-5)
+        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == TINY else 3e-5)

@@ -15,8 +15,8 @@ questions a teacher asks of a pretrained tutor's turns, each as a share of the t
   a tutor shrunk to stock lines scores near 0;
 - ``solved``: of the dialogues, those in which the student reaches the answer.
 
-Every move but ``well_formed`` counts well-formed turns only, as the held-out summary does: "check" inside letter
-soup is no re-check prompt.
+The moves a turn makes count in well-formed turns only, as the held-out summary does: "check" inside letter soup is no
+re-check prompt. ``well_formed``, ``not_stock`` and ``solved`` count every turn (or dialogue).
 """
 
 from __future__ import annotations
