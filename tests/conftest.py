@@ -33,10 +33,13 @@ def pytest_collection_modifyitems(items):
     """The README runs the suite on two pytest-xdist workers (``-n 2``; ``--dist loadgroup`` is in pyproject.toml).
     The tests marked ``serial`` start verl's trainer, Ray, torchrun or vLLM, which take every core and up to 14 GB:
     they form one group, which one worker runs one test at a time (xdist sends the largest group first) while the
-    other runs the rest beside them. Without xdist the mark changes nothing."""
+    other runs the rest beside them. Without xdist the mark changes nothing. Each test also records whether it is
+    serial as a junit property (``--junitxml``), which ``bench/ci_time.py --junit`` reads."""
     for item in items:
-        if item.get_closest_marker("serial"):
+        serial = item.get_closest_marker("serial") is not None
+        if serial:
             item.add_marker(pytest.mark.xdist_group("serial"))
+        item.user_properties.append(("serial", "yes" if serial else "no"))
 
 
 PROBLEM = Problem(
