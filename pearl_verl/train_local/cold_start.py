@@ -13,6 +13,9 @@ SFT dataset, loss on the tutor's turns only, FSDP2), and RL resumes its checkpoi
 - ``socratic``: the scripted Socratic teacher alone, filtered as ``pearl-verl gen-sft`` filters
   (:func:`pearl_verl.sft.filters.drop_reason`: completed, no answer leak, ...), the paper's recipe
   (its problem-specific messages are beyond the tiny model; use it with a pretrained one).
+
+A pretrained model's cold start imitates people instead: ``mathdial``, MathDial's human teachers on problems other
+than the run's (:mod:`pearl_verl.sft.mathdial_teachers`).
 """
 
 from __future__ import annotations

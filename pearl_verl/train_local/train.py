@@ -169,8 +169,9 @@ class LocalRun:
             write_rows([verl_row(s, split, i) for i, s in enumerate(samples)], self.out / "data" / f"{split}.parquet")
 
     def cold_start(self, log: TextIO) -> dict[str, float]:
-        """SFT on scripted-teacher dialogues through verl's SFT trainer (its output appended to ``log``), handed
-        over as RL's step-0 checkpoint, whose Hugging Face export is ``cold_start_dir``. Returns its summary."""
+        """SFT on teacher dialogues (scripted teachers with the run's students, or MathDial's human teachers) through
+        verl's SFT trainer (its output appended to ``log``), handed over as RL's step-0 checkpoint, whose Hugging Face
+        export is ``cold_start_dir``. Returns its summary."""
         from pearl_verl.async_run import run_async
         from pearl_verl.dialogue.episode_runner import EpisodeLimits
         from pearl_verl.train_local.cold_start import (
