@@ -79,6 +79,15 @@ def with_praise_openings(episode: EpisodeRecord, praise: str = PRAISE_OPENING) -
     return replace(episode, turns=tuple(turns))
 
 
+def with_praise_after_wrong(episode: EpisodeRecord, praise: str = PRAISE_OPENING) -> EpisodeRecord:
+    """``episode`` with the tutor turns that answer a wrong attempt opening with ``praise``: praise that accepts wrong
+    work and nothing else, the move a judge must not pay however the rest of the dialogue scores."""
+    wrong = set(extract_features(episode).wrong_turns)
+    turns = tuple(replace(t, text=f"{praise} {t.text}") if t.role == TUTOR and i - 1 in wrong else t
+                  for i, t in enumerate(episode.turns))
+    return replace(episode, turns=turns)
+
+
 def with_tutor_turns(episode: EpisodeRecord, kind: str, seed: int = 0) -> EpisodeRecord:
     """``episode`` with every tutor turn after the first student turn written by ``kind``, students unchanged.
 

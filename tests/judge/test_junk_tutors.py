@@ -7,12 +7,14 @@ import statistics
 
 import pytest
 
+from pearl_verl.judge.features import extract_features
 from pearl_verl.judge.judge_config import JudgeConfig, build_judge
 from pearl_verl.judge.junk import (
     CLEAN,
     KINDS,
     clean_with_wrong_attempts,
     teaching_dialogues,
+    with_praise_after_wrong,
     with_praise_openings,
     with_tutor_turns,
 )
@@ -67,6 +69,17 @@ def test_opening_every_turn_with_praise_earns_less_wherever_the_student_erred(ju
     for e in erred:
         plain, praised = (reward(asyncio.run(judge.judge(x))) for x in (e, with_praise_openings(e)))
         assert praised < plain, (backend, e.problem.problem_id, plain, praised)
+
+
+def test_praise_only_where_the_student_erred_earns_less_in_every_dialogue(judged):
+    """Praise that accepts a wrong attempt and nothing else (the turns after right steps unchanged): no dimension's
+    gain may outweigh what it costs, dialogue by dialogue."""
+    backend, judge, done, _ = judged
+    for e in clean_with_wrong_attempts(done):
+        praised = with_praise_after_wrong(e)
+        assert extract_features(praised).accepting_turns, e.problem.problem_id
+        plain, accepted = (reward(asyncio.run(judge.judge(x))) for x in (e, praised))
+        assert accepted < plain, (backend, e.problem.problem_id, plain, accepted)
 
 
 def test_a_tutor_that_mixes_junk_into_teaching_loses_credit_in_proportion(judged):
