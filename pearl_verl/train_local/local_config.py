@@ -34,7 +34,7 @@ MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
                    "eval_seeds": 2, "cold_start_steps": 6, "cold_start_teachers": HUMAN_POOL},
 }
 """The settings that depend on the tutor model, for ``tiny`` and for a pretrained model (``smollm2`` or a directory);
-a setting given explicitly wins. docs/training.md says why each differs."""
+a setting given explicitly wins. docs/smollm2.md says why each differs."""
 
 
 @dataclass(frozen=True)
