@@ -124,8 +124,10 @@ def test_a_stop_signal_while_the_loop_waits_is_raised_after_the_wind_down(caplog
 
     async def command():
         await work.open_pool()
+        waits = [asyncio.ensure_future(work.wait(name)) for name in ("a", "b")]
+        await asyncio.sleep(0)  # both have started to wait: a task cancelled before its first step runs no finally
         started.set()
-        await asyncio.gather(work.wait("a"), work.wait("b"))
+        await asyncio.gather(*waits)
 
     handlers = raise_on_stop_signals()
     try:

@@ -191,7 +191,8 @@ def test_the_kept_sequences_stay_within_their_memory_least_recently_used_first()
 def _rollout_config(model: Path, **rollout):
     from omegaconf import OmegaConf
 
-    settings = {"name": "vllm", "enable_sleep_mode": False, "free_cache_engine": False, "enforce_eager": True, **rollout}
+    settings = {"name": "vllm", "enable_sleep_mode": False, "free_cache_engine": False, "enforce_eager": True,
+                "enable_chunked_prefill": False, **rollout}
     return OmegaConf.create({"actor_rollout_ref": {"rollout": settings, "model": {"path": str(model)}}})
 
 

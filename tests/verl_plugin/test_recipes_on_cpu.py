@@ -461,7 +461,8 @@ def test_cpu_recipe_on_vllm_composes_with_the_settings_train_local_uses(tmp_path
     assert VLLM_CPU_PART in overrides and VLLM_CPU_PART in _train_local_overrides(tmp_path, rollout="vllm")
     cfg = recipe_config(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, ROLLOUT_NAME="vllm", WEIGHT_BUCKET_MB="1")
     rollout = cfg.actor_rollout_ref.rollout
-    assert vllm_cpu_settings() == {"enable_sleep_mode": False, "free_cache_engine": False, "enforce_eager": True}
+    assert vllm_cpu_settings() == {"enable_sleep_mode": False, "free_cache_engine": False, "enforce_eager": True,
+                                   "enable_chunked_prefill": False}
     assert {key: rollout[key] for key in vllm_cpu_settings()} == vllm_cpu_settings()
     assert rollout.name == "vllm" and rollout.checkpoint_engine.update_weights_bucket_megabytes == 1
     hf = {o for o in recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path)}

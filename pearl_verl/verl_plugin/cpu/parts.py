@@ -105,8 +105,8 @@ def check_cpu_rollout(config: Any) -> None:
     wrong = [f"{'+' if key == 'enable_sleep_mode' else ''}actor_rollout_ref.rollout.{key}={value}"
              for key, value in vllm_cpu_settings().items() if rollout.get(key, not value) != value]
     if wrong:
-        raise InputError(f"verl's vLLM rollout on the CPU needs {' '.join(wrong)} (vLLM has no sleep mode and no "
-                         f"CUDA graphs there; {VLLM_CPU_PART} sets them all)")
+        raise InputError(f"verl's vLLM rollout on the CPU needs {' '.join(wrong)} (vLLM has no sleep mode, no CUDA "
+                         f"graphs and no chunked prefill of seeded requests there; {VLLM_CPU_PART} sets them all)")
     head = model_head_dim(Path(str(config.actor_rollout_ref.model.path)))
     if head is not None and head < VLLM_MIN_HEAD_DIM:
         raise InputError(f"{config.actor_rollout_ref.model.path}: attention heads of {head}; vLLM's CPU attention "
