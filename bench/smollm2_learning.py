@@ -7,7 +7,7 @@
 
 Each run is ``pearl-verl train-local --model smollm2 --seed N`` in ``--runs/<control>-seed-N`` (resumed when its
 folder holds a checkpoint), alone on the machine as far as this script knows; the script samples the resident memory
-of the run's whole process tree every 2 seconds. Then it reads the run's held-out evaluations: the gain from the
+of the run's whole process tree (``bench_main_job.TreeSampler``). Then it reads the run's held-out evaluations: the gain from the
 evaluation where RL starts to the last (mean, paired 95% interval), the spread of the first evaluation's eval-seed
 means, and the teaching moves of :mod:`pearl_verl.train_local.moves` at both (the stock lines being the cold start's
 teacher turns). Controls: ``base`` evaluates SmolLM2 with the tutoring prompt and no training (no cold start, one
@@ -25,12 +25,11 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import psutil
+from bench_main_job import TreeSampler
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -49,36 +48,6 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, {isa}" + (f" (torch kernels {kernels})" if kernels else "")
 
 
-class PeakMemory:
-    """The largest resident memory of a process and its children, sampled every ``every`` seconds."""
-
-    def __init__(self, pid: int, every: float = 2.0) -> None:
-        self.pid, self.every, self.peak = pid, every, 0
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._done.wait(self.every):
-            try:
-                root = psutil.Process(self.pid)
-                tree = [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            total = 0
-            for proc in tree:
-                try:
-                    total += proc.memory_info().rss
-                except psutil.NoSuchProcess:
-                    pass
-            self.peak = max(self.peak, total)
-
-    def stop(self) -> float:
-        self._done.set()
-        self._thread.join()
-        return self.peak / 2**30
-
-
 def run(seed: int, control: str, folder: Path, extra: list[str]) -> tuple[int, float, float, list[str]]:
     """One train-local run; returns its exit code, peak GB and minutes, and the command."""
     command = ["pearl-verl", "train-local", "--model", "smollm2", "--seed", str(seed), "--out-dir", str(folder),
@@ -90,9 +59,10 @@ def run(seed: int, control: str, folder: Path, extra: list[str]) -> tuple[int, f
     print(f"seed {seed}, control {control}: {' '.join(command)}", flush=True)
     start = time.monotonic()
     proc = subprocess.Popen(command, cwd=ROOT, env=env)
-    memory = PeakMemory(proc.pid)
+    memory = TreeSampler(proc.pid)  # bench_main_job's: the peak resident memory of the run's process tree
     code = proc.wait()
-    return code, memory.stop(), (time.monotonic() - start) / 60, command
+    memory.stop()
+    return code, memory.peak_gb, (time.monotonic() - start) / 60, command
 
 
 def stock_lines(folder: Path) -> list[str]:

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from pearl_verl.data.sources import READERS, SourceError
-from pearl_verl.dialogue.answers import answers_match, numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, DialogueTurn
 from pearl_verl.dialogue.problem import Problem
 from pearl_verl.errors import InputError
+from pearl_verl.tutor.scripted import student_stated_answer
 from pearl_verl.tutor.tutor_prompts import END_MARKER, tutor_messages
 
 HUMAN_POOL = "mathdial"
@@ -166,8 +166,7 @@ def _kept_turns(turns: tuple[DialogueTurn, ...], max_tutor_turns: int) -> list[D
 def _row(dialogue: HumanDialogue, turns: list[DialogueTurn], opening: Opening) -> dict[str, Any]:
     problem = dialogue.problem
     student_before_last = next((t.text for t in reversed(turns[:-1]) if t.role == STUDENT), "")
-    numbers = numbers_in(student_before_last)
-    solved = bool(numbers) and answers_match(problem.answer, numbers[-1])
+    solved = student_stated_answer(problem, student_before_last) is True
     if solved:
         turns = [*turns[:-1], DialogueTurn(TUTOR, f"{turns[-1].text} {END_MARKER}")]
     messages = tutor_messages(problem, [DialogueTurn(STUDENT, opening(problem, dialogue.misconception)), *turns])
