@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pearl_verl.dialogue.answers import numbers_in
 from pearl_verl.dialogue.episode import STUDENT, TUTOR, EpisodeRecord
 from pearl_verl.dialogue.legible import context_words, well_formed
-from pearl_verl.judge.features import accepts_wrong, extract_features, points_to_mistake
+from pearl_verl.judge.features import DialogueFeatures, accepts_wrong, extract_features, points_to_mistake
 from pearl_verl.train_local.heldout import asks_about_work
 
 EVERYDAY_ZIPF = 5.0
@@ -85,9 +85,11 @@ def _rare_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if len(w) > 3 and zipf_frequency(w, "en") < EVERYDAY_ZIPF}
 
 
-def turn_moves(episode: EpisodeRecord, stock: Collection[str] = ()) -> list[TurnMoves]:
-    """Every tutor turn of ``episode`` (``stock``: the fixed lines, compared without case and spacing)."""
-    features = extract_features(episode)
+def turn_moves(episode: EpisodeRecord, stock: Collection[str] = (), features: DialogueFeatures | None = None
+               ) -> list[TurnMoves]:
+    """Every tutor turn of ``episode`` (``stock``: the fixed lines, compared without case and spacing; ``features``:
+    the episode's, when the caller has them)."""
+    features = features or extract_features(episode)
     known = context_words([episode.problem.question, *(t.text for t in episode.turns if t.role != TUTOR)])
     attempts = iter(state.attempt for state in episode.student_trace)
     stock_keys = {_key(line) for line in stock}
@@ -109,8 +111,8 @@ def turn_moves(episode: EpisodeRecord, stock: Collection[str] = ()) -> list[Turn
 def move_rates(episodes: Iterable[EpisodeRecord], stock: Collection[str] = ()) -> dict[str, float | None]:
     """:data:`MOVES` over ``episodes``, each a share in [0, 1] of the turns (or dialogues) it applies to; None where
     none applies (no turn answered a wrong attempt, say)."""
-    episodes = list(episodes)
-    turns = [t for e in episodes for t in turn_moves(e, stock)]
+    read = [(e, extract_features(e)) for e in episodes]
+    turns = [t for e, features in read for t in turn_moves(e, stock, features)]
     after_wrong = [t for t in turns if t.after in ("incorrect", "partial")]
     after_right = [t for t in turns if t.after == "correct"]
     return {
@@ -122,7 +124,7 @@ def move_rates(episodes: Iterable[EpisodeRecord], stock: Collection[str] = ()) -
         "accepts_wrong": _share(after_wrong, lambda t: t.accepts),
         "well_formed": _share(turns, lambda t: t.well_formed),
         "not_stock": _share(turns, lambda t: not t.stock),
-        "solved": _share(episodes, lambda e: extract_features(e).solved),
+        "solved": _share(read, lambda pair: pair[1].solved),
     }
 
 
