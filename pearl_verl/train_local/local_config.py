@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +30,9 @@ TINY = "tiny"
 """``model`` value of the random Qwen3-MoE built offline, the main job's tutor."""
 MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     TINY: {"rollout": "hf", "batch_problems": 4, "max_tutor_turns": 12, "max_tokens_per_turn": 24,
-           "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed"},
+           "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed", "train_threads": 1},
     "pretrained": {"rollout": "vllm", "batch_problems": 2, "max_tutor_turns": 6, "max_tokens_per_turn": 48,
-                   "eval_seeds": 2, "cold_start_steps": 6, "cold_start_teachers": HUMAN_POOL},
+                   "eval_seeds": 2, "cold_start_steps": 10, "cold_start_teachers": HUMAN_POOL, "train_threads": 0},
 }
 """The settings that depend on the tutor model, for ``tiny`` and for a pretrained model (``smollm2`` or a directory);
 a setting given explicitly wins. docs/smollm2.md says why each differs."""
@@ -58,7 +59,7 @@ class LocalTrainConfig:
         student_ability: ability levels the simulated students are drawn from: ``all`` or a comma
             list of low, medium, high (``high``: students who mostly solve the problem within the
             turn limit, so the completion gate opens for most dialogues).
-        lr: RL learning rate (default: 2.5e-3 for ``tiny``, 2e-5 otherwise).
+        lr: RL learning rate (default: 2.5e-3 for ``tiny``, 1e-5 otherwise).
         lr_schedule: ``cosine`` (verl's cosine schedule from ``lr`` down to a tenth of it at the last step) or
             ``constant``.
         max_tutor_turns: tutor-turn limit per dialogue (default: 12 for ``tiny``, 6 for a pretrained model).
@@ -76,13 +77,13 @@ class LocalTrainConfig:
         eval_every: evaluation interval in steps (the last step is always evaluated).
         eval_seeds: groups of ``group_size`` dialogues per held-out problem and evaluation, whose spread the
             summary sets the gain against (default: 3 for ``tiny``, 2 for a pretrained model).
-        cold_start_steps: SFT steps on teacher dialogues before RL, 0 for none (default: 40 for ``tiny``, 6 for a
+        cold_start_steps: SFT steps on teacher dialogues before RL, 0 for none (default: 40 for ``tiny``, 10 for a
             pretrained model).
         cold_start_teachers: who held the cold start's dialogues: ``mathdial`` (MathDial's human teachers, on other
             problems than the run's), ``mixed``, ``mixed-blame`` or ``socratic`` (scripted teachers; docs/training.md;
             default: ``mixed`` for ``tiny``, ``mathdial`` for a pretrained model).
         cold_start_lr: SFT learning rate of the cold start, whose optimizer RL continues at ``lr`` (default: 5e-3 for
-            ``tiny``, 3e-5 otherwise).
+            ``tiny``, 5e-5 otherwise).
         cold_start_dialogues: teacher dialogues per training problem for the cold start (``mathdial``: that many
             times ``num_problems`` conversations in all).
         save_every: checkpoint interval in steps (a final checkpoint is always written).
@@ -95,6 +96,9 @@ class LocalTrainConfig:
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
             instructions, float32 on one without, where emulated bf16 is slow).
+        train_threads: threads of verl's FSDP engine (the cold start, the log-probs and the update), which runs
+            while the rollout waits; 0: every core (default: 1 for ``tiny``, the main job as measured, 0 for a
+            pretrained model).
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
@@ -115,6 +119,7 @@ class LocalTrainConfig:
         "group_size": Range(int, low=2, why="advantages compare dialogues within a group"),
         **dict.fromkeys(("eval_problems", "seed"), Range(int, low=0)),
         "cold_start_steps": Range(int, low=0, null_ok=True),
+        "train_threads": Range(int, low=0, null_ok=True),
         **dict.fromkeys(("lr", "cold_start_lr"), Range(float, low=0, low_open=True, high=1, null_ok=True)),
         "temperature": Range(float, low=0, low_open=True, high=10),
         "top_k": Range(int, low=0),
@@ -153,6 +158,7 @@ class LocalTrainConfig:
     save_every: int = 10
     rollout_dtype: str = "auto"
     train_dtype: str = "auto"
+    train_threads: int | None = None
     rollout: str | None = None
 
     def __post_init__(self) -> None:
@@ -204,9 +210,14 @@ class LocalTrainConfig:
         return sequences if self.model == TINY else (1 if sequences % 2 else 2)
 
     @property
+    def engine_threads(self) -> int:
+        """``train_threads``, 0 read as every core this process may use."""
+        return self.train_threads or len(os.sched_getaffinity(0))
+
+    @property
     def learning_rate(self) -> float:
-        return self.lr if self.lr is not None else (2.5e-3 if self.model == TINY else 2e-5)
+        return self.lr if self.lr is not None else (2.5e-3 if self.model == TINY else 1e-5)
 
     @property
     def sft_learning_rate(self) -> float:
-        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == TINY else 3e-5)
+        return self.cold_start_lr if self.cold_start_lr is not None else (5e-3 if self.model == TINY else 5e-5)

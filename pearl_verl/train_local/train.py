@@ -197,7 +197,7 @@ class LocalRun:
                                      batch_size=c.batch_problems * c.group_size, micro_batch_size=c.micro_batch_size,
                                      max_length=c.prompt_length + c.response_length, lr=c.sft_learning_rate,
                                      seed=c.seed, mixed_precision=train_precision(c, SFT_ENGINE)),
-                       out=folder, log=log)
+                       out=folder, log=log, threads=c.engine_threads)
         hand_over(folder / "checkpoints" / f"global_step_{c.cold_start_steps}", self.cold_start_checkpoint / "actor",
                   c.learning_rate)
         shutil.rmtree(folder / "checkpoints")  # what is left of the SFT's: its dataloader state and step marker
@@ -316,7 +316,7 @@ def run_training(config: LocalTrainConfig, resume: bool = False, progress_file: 
             progress.set_postfix_str("starting verl's trainer (Ray)" + (", held-out evaluation" if evaluating else ""))
             with open(out / "train.log", "a", encoding="utf-8") as log:
                 run_main_ppo(run.overrides(resume_from=start), out=out, log=log, on_step=on_step,
-                             on_validation=on_validation, resume_hint=RESUME_HINT)
+                             on_validation=on_validation, resume_hint=RESUME_HINT, threads=config.engine_threads)
         progress.set_postfix_str("done")
     finally:
         progress.close()  # also ends the bar's line before an error is printed

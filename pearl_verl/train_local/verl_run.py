@@ -24,6 +24,7 @@ from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import child_session
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT_CPU, config_flags
+from pearl_verl.verl_plugin.cpu.engine import TRAIN_THREADS_ENV
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_PART
 
 VALIDATION_PREFIX = "val-"
@@ -127,10 +128,12 @@ def logged_rows(out: Path) -> Iterator[dict[str, Any]]:
 
 
 def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Callable[[dict[str, Any]], None],
-                 resume_hint: str, on_validation: Callable[[int, dict[str, Any]], None] | None = None) -> None:
+                 resume_hint: str, on_validation: Callable[[int, dict[str, Any]], None] | None = None,
+                 threads: int = 1) -> None:
     """Run ``python -m pearl_verl.verl_plugin.main_ppo`` from the ``pearl_gspo_cpu`` config with ``overrides``;
     ``on_step(row)`` for each step it logs, then ``on_validation(step, metrics)`` when it logged a validation at that
-    step (``metrics``: what verl logged with it).
+    step (``metrics``: what verl logged with it). ``threads``: what the FSDP engine computes on
+    (:mod:`pearl_verl.verl_plugin.cpu.engine`).
 
     The child's output (Ray's, verl's, the workers') is appended to the file ``log``.
 
@@ -147,7 +150,7 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
 
     command = [sys.executable, "-m", "pearl_verl.verl_plugin.main_ppo", *config_flags(PEARL_GSPO_CPU), *overrides,
                f"hydra.run.dir={out / 'hydra'}"]
-    code, tail = _run_verl(command, metrics=out / "verl_metrics.jsonl", log=log, on_row=on_row)
+    code, tail = _run_verl(command, metrics=out / "verl_metrics.jsonl", log=log, on_row=on_row, threads=threads)
     if code == 0:
         return
     stall = [line for line in tail.splitlines() if STALL_MARK in line and "pearl/" in line]
@@ -157,9 +160,10 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
     raise _failed("main_ppo", code, tail)
 
 
-def run_sft(overrides: list[str], *, out: Path, log: TextIO) -> list[dict[str, Any]]:
+def run_sft(overrides: list[str], *, out: Path, log: TextIO, threads: int = 1) -> list[dict[str, Any]]:
     """Run verl's SFT trainer (``torchrun -m verl.trainer.sft_trainer``, one process) from the ``pearl_sft_cpu``
-    config with ``overrides``, as the cluster's SFT recipes run it; Hydra's record goes to ``out/hydra``.
+    config with ``overrides``, as the cluster's SFT recipes run it, its engine on ``threads`` threads; Hydra's record
+    goes to ``out/hydra``.
 
     Returns:
         verl's metrics of each step (``train/loss``, ``train/grad_norm``, ``train/lr``, ...).
@@ -171,7 +175,7 @@ def run_sft(overrides: list[str], *, out: Path, log: TextIO) -> list[dict[str, A
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
                "-m", "verl.trainer.sft_trainer", *config_flags(PEARL_SFT_CPU), *overrides,
                f"hydra.run.dir={out / 'hydra'}"]
-    code, tail = _run_verl(command, metrics=out / "verl_metrics.jsonl", log=log,
+    code, tail = _run_verl(command, metrics=out / "verl_metrics.jsonl", log=log, threads=threads,
                            on_row=lambda row: rows.append({"step": row["step"], **row.get("data", {})}))
     if code != 0:
         raise _failed("SFT trainer", code, tail)
@@ -179,13 +183,13 @@ def run_sft(overrides: list[str], *, out: Path, log: TextIO) -> list[dict[str, A
 
 
 def _run_verl(command: list[str], *, metrics: Path, log: TextIO,
-              on_row: Callable[[dict[str, Any]], None]) -> tuple[int, str]:
+              on_row: Callable[[dict[str, Any]], None], threads: int = 1) -> tuple[int, str]:
     """Run a verl trainer as a child on the CPU platform, its output appended to ``log``, ``on_row`` for each row
     of verl's file logger (``metrics``) as it is written; returns its exit code and, when that is not 0, its output."""
     metrics.parent.mkdir(parents=True, exist_ok=True)
     metrics.unlink(missing_ok=True)
     env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics),
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", TRAIN_THREADS_ENV: str(threads)}
     log.flush()
     start = log.tell()
     seen = 0

@@ -191,7 +191,7 @@ def check_cpu_trainer(timeout_s: float = 120.0) -> Check:
     found, failure = _run_probe(_CPU_PROBE, {"VERL_PLATFORM": "cpu"}, timeout_s)
     if found is None:
         return Check(name, False, f"a VERL_PLATFORM=cpu process fails: {failure}", "see the plugin import check above")
-    expected = {"device": "cpu", "engine": "FSDPEngineWithLMHead", "gloo": True, "replica": "HFRolloutReplica",
+    expected = {"device": "cpu", "engine": "HostFSDPEngine", "gloo": True, "replica": "HFRolloutReplica",
                 "adapter": "HFServerAdapter"}
     wrong = {key: found.get(key) for key, value in expected.items() if found.get(key) != value}
     if wrong:

@@ -32,7 +32,7 @@ def test_without_verl_platform_cpu_nothing_is_selected_or_patched():
 
 
 def test_verl_platform_cpu_sets_up_the_whole_cpu_process():
-    assert _probe(VERL_PLATFORM="cpu") == {"device": "cpu", "engine": "FSDPEngineWithLMHead", "gloo": True,
+    assert _probe(VERL_PLATFORM="cpu") == {"device": "cpu", "engine": "HostFSDPEngine", "gloo": True,
                                            "replica": "HFRolloutReplica", "adapter": "HFServerAdapter"}
 
 
