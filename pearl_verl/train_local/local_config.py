@@ -30,7 +30,7 @@ TINY = "tiny"
 """``model`` value of the random Qwen3-MoE built offline, the main job's tutor."""
 MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     TINY: {"rollout": "hf", "batch_problems": 4, "max_tutor_turns": 12, "max_tokens_per_turn": 24,
-           "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed", "train_threads": 1},
+           "eval_seeds": 3, "cold_start_steps": 40, "cold_start_teachers": "mixed"},
     "pretrained": {"rollout": "vllm", "batch_problems": 2, "max_tutor_turns": 6, "max_tokens_per_turn": 48,
                    "eval_seeds": 2, "cold_start_steps": 10, "cold_start_teachers": HUMAN_POOL, "train_threads": 0},
 }
@@ -97,8 +97,8 @@ class LocalTrainConfig:
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
             instructions, float32 on one without, where emulated bf16 is slow).
         train_threads: threads of verl's FSDP engine (the cold start, the log-probs and the update), which runs
-            while the rollout waits; 0: every core (default: 1 for ``tiny``, the main job as measured, 0 for a
-            pretrained model).
+            while the rollout waits; 0: every core (default for a pretrained model). Unset (``tiny``): as verl's
+            launchers leave it, one in main_ppo's workers and every core in the cold start's torchrun.
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
@@ -210,8 +210,10 @@ class LocalTrainConfig:
         return sequences if self.model == TINY else (1 if sequences % 2 else 2)
 
     @property
-    def engine_threads(self) -> int:
-        """``train_threads``, 0 read as every core this process may use."""
+    def engine_threads(self) -> int | None:
+        """``train_threads``, 0 read as every core this process may use; None: as verl's launchers leave it."""
+        if self.train_threads is None:
+            return None
         return self.train_threads or len(os.sched_getaffinity(0))
 
     @property

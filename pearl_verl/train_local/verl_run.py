@@ -129,11 +129,11 @@ def logged_rows(out: Path) -> Iterator[dict[str, Any]]:
 
 def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Callable[[dict[str, Any]], None],
                  resume_hint: str, on_validation: Callable[[int, dict[str, Any]], None] | None = None,
-                 threads: int = 1) -> None:
+                 threads: int | None = None) -> None:
     """Run ``python -m pearl_verl.verl_plugin.main_ppo`` from the ``pearl_gspo_cpu`` config with ``overrides``;
     ``on_step(row)`` for each step it logs, then ``on_validation(step, metrics)`` when it logged a validation at that
     step (``metrics``: what verl logged with it). ``threads``: what the FSDP engine computes on
-    (:mod:`pearl_verl.verl_plugin.cpu.engine`).
+    (:mod:`pearl_verl.verl_plugin.cpu.engine`; None: Ray's one thread).
 
     The child's output (Ray's, verl's, the workers') is appended to the file ``log``.
 
@@ -160,10 +160,10 @@ def run_main_ppo(overrides: list[str], *, out: Path, log: TextIO, on_step: Calla
     raise _failed("main_ppo", code, tail)
 
 
-def run_sft(overrides: list[str], *, out: Path, log: TextIO, threads: int = 1) -> list[dict[str, Any]]:
+def run_sft(overrides: list[str], *, out: Path, log: TextIO, threads: int | None = None) -> list[dict[str, Any]]:
     """Run verl's SFT trainer (``torchrun -m verl.trainer.sft_trainer``, one process) from the ``pearl_sft_cpu``
-    config with ``overrides``, as the cluster's SFT recipes run it, its engine on ``threads`` threads; Hydra's record
-    goes to ``out/hydra``.
+    config with ``overrides``, as the cluster's SFT recipes run it, its engine on ``threads`` threads (None: torchrun's
+    every core); Hydra's record goes to ``out/hydra``.
 
     Returns:
         verl's metrics of each step (``train/loss``, ``train/grad_norm``, ``train/lr``, ...).
@@ -183,13 +183,16 @@ def run_sft(overrides: list[str], *, out: Path, log: TextIO, threads: int = 1) -
 
 
 def _run_verl(command: list[str], *, metrics: Path, log: TextIO,
-              on_row: Callable[[dict[str, Any]], None], threads: int = 1) -> tuple[int, str]:
+              on_row: Callable[[dict[str, Any]], None], threads: int | None = None) -> tuple[int, str]:
     """Run a verl trainer as a child on the CPU platform, its output appended to ``log``, ``on_row`` for each row
     of verl's file logger (``metrics``) as it is written; returns its exit code and, when that is not 0, its output."""
     metrics.parent.mkdir(parents=True, exist_ok=True)
     metrics.unlink(missing_ok=True)
     env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics),
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", TRAIN_THREADS_ENV: str(threads)}
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env.pop(TRAIN_THREADS_ENV, None)
+    if threads is not None:
+        env[TRAIN_THREADS_ENV] = str(threads)
     log.flush()
     start = log.tell()
     seen = 0

@@ -43,15 +43,19 @@ def test_the_engine_takes_the_threads_it_is_given_and_otherwise_keeps_the_proces
     assert torch.get_num_threads() == (expected or 1)
 
 
-def test_a_pretrained_model_trains_on_every_core_and_tiny_on_one():
+def test_a_pretrained_model_trains_on_every_core_and_tiny_as_verls_launchers_leave_it():
     assert LocalTrainConfig(model="smollm2").engine_threads == len(os.sched_getaffinity(0))
-    assert LocalTrainConfig().engine_threads == 1
+    assert LocalTrainConfig().engine_threads is None
     assert LocalTrainConfig(train_threads=2).engine_threads == 2
 
 
-def test_verls_child_gets_the_thread_count(tmp_path):
+@pytest.mark.parametrize(("threads", "seen"), [(2, "2"), (None, "unset")])
+def test_verls_child_gets_the_thread_count_and_none_when_it_is_left_to_the_launcher(
+        tmp_path, monkeypatch, threads, seen):
+    monkeypatch.setenv(TRAIN_THREADS_ENV, "7")  # the parent's own is not passed on
+    script = f"import os; print('threads', os.environ.get('{TRAIN_THREADS_ENV}', 'unset'))"
     with open(tmp_path / "log.txt", "w+", encoding="utf-8") as log:
-        code, _ = _run_verl([sys.executable, "-c", f"import os; print('threads', os.environ['{TRAIN_THREADS_ENV}'])"],
-                            metrics=tmp_path / "m.jsonl", log=log, on_row=lambda row: None, threads=2)
+        code, _ = _run_verl([sys.executable, "-c", script], metrics=tmp_path / "m.jsonl", log=log,
+                            on_row=lambda row: None, threads=threads)
     assert code == 0
-    assert "threads 2" in (tmp_path / "log.txt").read_text(encoding="utf-8")
+    assert f"threads {seen}\n" in (tmp_path / "log.txt").read_text(encoding="utf-8")
