@@ -29,11 +29,16 @@ from pearl_verl.train_local.local_config import LocalTrainConfig
 
 
 class TreeSampler:
-    """Peak RSS (GB) and process count of a process and its descendants."""
+    """Peak memory (GB) and process count of a process and its descendants.
+
+    ``peak_gb`` sums each process's resident set (RSS), so pages that processes share (torch's libraries, mapped in
+    every Ray worker) count once per process; ``peak_pss_gb`` sums the proportional set size (PSS: each shared page
+    split among the processes that map it), the tree's share of the machine's memory.
+    """
 
     def __init__(self, pid: int) -> None:
         self.root = psutil.Process(pid)
-        self.peak_gb, self.peak_procs = 0.0, 0
+        self.peak_gb, self.peak_pss_gb, self.peak_procs = 0.0, 0.0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -44,13 +49,15 @@ class TreeSampler:
                 procs = [self.root, *self.root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 return
-            rss = 0
+            rss = pss = 0
             for proc in procs:
                 try:
                     rss += proc.memory_info().rss
-                except psutil.NoSuchProcess:
+                    pss += proc.memory_full_info().pss
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
             self.peak_gb = max(self.peak_gb, rss / 2**30)
+            self.peak_pss_gb = max(self.peak_pss_gb, pss / 2**30)
             self.peak_procs = max(self.peak_procs, len(procs))
 
     def stop(self) -> None:

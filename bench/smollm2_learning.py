@@ -6,8 +6,9 @@
     python bench/smollm2_learning.py --seeds 0 -- --steps 30  # train-local flags after --
 
 Each run is ``pearl-verl train-local --model smollm2 --seed N`` in ``--runs/<control>-seed-N`` (resumed when its
-folder holds a checkpoint), alone on the machine as far as this script knows; the script samples the resident memory
-of the run's whole process tree (``bench_main_job.TreeSampler``). Then it reads the run's held-out evaluations: the gain from the
+folder holds a checkpoint), alone on the machine as far as this script knows; the script samples the memory of the
+run's whole process tree (``bench_main_job.TreeSampler``: ``peak_gb`` is the summed PSS, each shared page counted
+once; ``peak_rss_sum_gb`` the summed RSS, which counts torch's libraries once per Ray worker). Then it reads the run's held-out evaluations: the gain from the
 evaluation where RL starts to the last (mean, paired 95% interval), the spread of the first evaluation's eval-seed
 means, and the teaching moves of :mod:`pearl_verl.train_local.moves` at both (the stock lines being the cold start's
 teacher turns). Controls: ``base`` evaluates SmolLM2 with the tutoring prompt and no training (no cold start, one
@@ -48,8 +49,8 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, {isa}" + (f" (torch kernels {kernels})" if kernels else "")
 
 
-def run(seed: int, control: str, folder: Path, extra: list[str]) -> tuple[int, float, float, list[str]]:
-    """One train-local run; returns its exit code, peak GB and minutes, and the command."""
+def run(seed: int, control: str, folder: Path, extra: list[str]) -> tuple[int, TreeSampler, float, list[str]]:
+    """One train-local run; returns its exit code, its memory sampler (peaks), minutes, and the command."""
     command = ["pearl-verl", "train-local", "--model", "smollm2", "--seed", str(seed), "--out-dir", str(folder),
                *CONTROLS[control], *extra, *(["--resume"] if (folder / "checkpoints").is_dir() else [])]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
@@ -59,10 +60,10 @@ def run(seed: int, control: str, folder: Path, extra: list[str]) -> tuple[int, f
     print(f"seed {seed}, control {control}: {' '.join(command)}", flush=True)
     start = time.monotonic()
     proc = subprocess.Popen(command, cwd=ROOT, env=env)
-    memory = TreeSampler(proc.pid)  # bench_main_job's: the peak resident memory of the run's process tree
+    memory = TreeSampler(proc.pid)  # bench_main_job's: the peak memory of the run's process tree (PSS and RSS)
     code = proc.wait()
     memory.stop()
-    return code, memory.peak_gb, (time.monotonic() - start) / 60, command
+    return code, memory, (time.monotonic() - start) / 60, command
 
 
 def stock_lines(folder: Path) -> list[str]:
@@ -129,13 +130,14 @@ def main() -> int:
     failed = 0
     for seed in args.seeds:
         folder = args.runs / f"{args.control}-seed-{seed}"
-        code, peak, minutes, command = run(seed, args.control, folder, args.extra)
+        code, memory, minutes, command = run(seed, args.control, folder, args.extra)
         if code:
             print(f"seed {seed}: train-local exited {code}; see {folder / 'train.log'}", file=sys.stderr)
             failed += 1
             continue
         row = {"seed": seed, "control": args.control, **read_run(folder, args.control),
-               "peak_gb": round(peak, 2), "minutes": round(minutes, 1), "machine": machine(),
+               "peak_gb": round(memory.peak_pss_gb, 2), "peak_rss_sum_gb": round(memory.peak_gb, 2),
+               "minutes": round(minutes, 1), "machine": machine(),
                "date": datetime.date.today().isoformat(), "command": " ".join(command)}
         record(row)
         shown = {k: row.get(k) for k in ("change", "ci_low", "ci_high", "step0_spread", "well_formed_last",
