@@ -33,12 +33,13 @@ class TreeSampler:
 
     ``peak_gb`` sums each process's resident set (RSS), so pages that processes share (torch's libraries, mapped in
     every Ray worker) count once per process; ``peak_pss_gb`` sums the proportional set size (PSS: each shared page
-    split among the processes that map it), the tree's share of the machine's memory.
+    split among the processes that map it, read every 5 s), the tree's share of the machine's memory.
     """
 
     def __init__(self, pid: int) -> None:
         self.root = psutil.Process(pid)
         self.peak_gb, self.peak_pss_gb, self.peak_procs = 0.0, 0.0, 0
+        self._samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -50,10 +51,12 @@ class TreeSampler:
             except psutil.NoSuchProcess:
                 return
             rss = pss = 0
+            # PSS walks each process's page tables (smaps_rollup): every 10th sample, so the sampler stays light
+            with_pss, self._samples = self._samples % 10 == 0, self._samples + 1
             for proc in procs:
                 try:
                     rss += proc.memory_info().rss
-                    pss += proc.memory_full_info().pss
+                    pss += proc.memory_full_info().pss if with_pss else 0
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
             self.peak_gb = max(self.peak_gb, rss / 2**30)
