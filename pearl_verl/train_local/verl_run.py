@@ -24,7 +24,7 @@ from pearl_verl.advantage.failure_guard import TrainingStalled
 from pearl_verl.children import child_session
 from pearl_verl.dims import DIMENSIONS
 from pearl_verl.verl_plugin.config import PEARL_GSPO_CPU, PEARL_SFT_CPU, config_flags
-from pearl_verl.verl_plugin.cpu.engine import TRAIN_THREADS_ENV
+from pearl_verl.verl_plugin.cpu.threads import TRAIN_THREADS_ENV
 from pearl_verl.verl_plugin.cpu.parts import VLLM_CPU_PART
 
 VALIDATION_PREFIX = "val-"

