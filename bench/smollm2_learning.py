@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,12 @@ def stock_lines(folder: Path) -> list[str]:
 
 def read_run(folder: Path, control: str) -> dict[str, Any]:
     """The run's numbers (see the module docstring)."""
-    from pearl_verl.stats import mean_ci
-    from pearl_verl.train_local.heldout import paired, read_heldout
-    from pearl_verl.train_local.moves import move_rates
-    from pearl_verl.train_local.run_outputs import read_metrics
+    with warnings.catch_warnings():  # verl's engines warn on import about every engine not installed
+        warnings.simplefilter("ignore")
+        from pearl_verl.stats import mean_ci
+        from pearl_verl.train_local.heldout import paired, read_heldout
+        from pearl_verl.train_local.moves import move_rates
+        from pearl_verl.train_local.run_outputs import read_metrics
 
     evaluations = [held for _, held in read_heldout(folder / "heldout.jsonl")]
     first, last = evaluations[0], evaluations[-1]
