@@ -1,7 +1,7 @@
 """The second job, ``pearl-verl train-local --model smollm2``: a pretrained tutor's own defaults, and the run itself.
 
 The settings tests run in the default suite; the run (SmolLM2 through verl's main_ppo on verl's vLLM rollout, a
-MathDial-teacher cold start, two RL steps) takes about 15 minutes on 2 cores and is marked ``long``.
+MathDial-teacher cold start, two RL steps) took 6 min 7 s on a 2-core Intel Xeon with AMX and is marked ``long``.
 """
 
 import dataclasses
