@@ -96,9 +96,9 @@ class LocalTrainConfig:
             precision; weights, gradient reduction and optimizer stay float32): ``float32``,
             ``bfloat16`` (verl's default) or ``auto`` (bfloat16 on a CPU with native bfloat16
             instructions, float32 on one without, where emulated bf16 is slow).
-        train_threads: threads of verl's FSDP engine (the cold start, the log-probs and the update), which runs
-            while the rollout waits; 0: every core (default for a pretrained model). Unset (``tiny``): as verl's
-            launchers leave it, one in main_ppo's workers and every core in the cold start's torchrun.
+        train_threads: threads of verl's FSDP engine (cold start, log-probs, update), which runs while the rollout
+            waits, at most every core; 0: every core (default for a pretrained model); unset (``tiny``): as verl's
+            launchers leave it.
     """
 
     CHOICES: ClassVar[Mapping[str, tuple[str, ...]]] = {
@@ -211,10 +211,12 @@ class LocalTrainConfig:
 
     @property
     def engine_threads(self) -> int | None:
-        """``train_threads``, 0 read as every core this process may use; None: as verl's launchers leave it."""
+        """``train_threads``, 0 read as every core this process may use, and never more (more only contend); None:
+        as verl's launchers leave it."""
         if self.train_threads is None:
             return None
-        return self.train_threads or len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
+        return min(self.train_threads, cores) or cores
 
     @property
     def learning_rate(self) -> float:
