@@ -8,13 +8,13 @@
 Each run is ``pearl-verl train-local --model smollm2 --seed N`` in ``--runs/<control>-seed-N`` (resumed when its
 folder holds a checkpoint), alone on the machine as far as this script knows; the script samples the memory of the
 run's whole process tree (``bench_main_job.TreeSampler``: ``peak_gb`` is the summed PSS, each shared page counted
-once; ``peak_rss_sum_gb`` the summed RSS, which counts torch's libraries once per Ray worker). Then it reads the
-run's held-out evaluations: the gain from the evaluation where RL starts to the last (mean, paired 95% interval),
-the spread of the first evaluation's eval-seed means, and the teaching moves of :mod:`pearl_verl.train_local.moves`
-at both (the stock lines being the cold start's teacher turns). Controls: ``base`` evaluates SmolLM2 with the tutoring prompt and no training (no cold start, one
-RL step; its first evaluation is the one reported); ``sign`` trains with PEARL's advantages negated
-(``bench/pearl_sabotage.py``), which must not gain. Each run's row replaces the row of the same seed and control in
-``bench/results/smollm2_learning.json``, written after every run.
+once; ``peak_rss_sum_gb`` the summed RSS, which counts torch's libraries once per Ray worker). Then it reads the run's
+held-out evaluations: the gain from the evaluation where RL starts to the last (mean, paired 95% interval), the spread
+of the first evaluation's eval-seed means, and the teaching moves of :mod:`pearl_verl.train_local.moves` at both (the
+stock lines being the cold start's teacher turns). Controls: ``base`` evaluates SmolLM2 with the tutoring prompt and
+no training (no cold start, one RL step; its first evaluation is the one reported); ``sign`` trains with PEARL's
+advantages negated (``bench/pearl_sabotage.py``), which must not gain. Each run's row replaces the row of the same
+seed and control in ``bench/results/smollm2_learning.json``, written after every run.
 """
 
 from __future__ import annotations
