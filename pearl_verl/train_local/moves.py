@@ -89,7 +89,7 @@ def turn_moves(episode: EpisodeRecord, stock: Collection[str] = (), features: Di
                ) -> list[TurnMoves]:
     """Every tutor turn of ``episode`` (``stock``: the fixed lines, compared without case and spacing; ``features``:
     the episode's, when the caller has them)."""
-    features = features or extract_features(episode)
+    features = extract_features(episode) if features is None else features
     known = context_words([episode.problem.question, *(t.text for t in episode.turns if t.role != TUTOR)])
     attempts = iter(state.attempt for state in episode.student_trace)
     stock_keys = {_key(line) for line in stock}

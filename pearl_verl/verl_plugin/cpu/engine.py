@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 
+from pearl_verl.verl_plugin.compat import register_engine_once
 from pearl_verl.verl_plugin.cpu.threads import TRAIN_THREADS_ENV, train_threads
 
 logger = logging.getLogger(__name__)
@@ -28,3 +29,9 @@ class HostFSDPEngine(FSDPEngineWithLMHead):
         if threads is not None:
             torch.set_num_threads(threads)
             logger.info("verl's FSDP engine computes on %d threads (%s)", threads, TRAIN_THREADS_ENV)
+
+
+def register_host_engine(device: str) -> None:
+    """Make :class:`HostFSDPEngine` verl's FSDP and FSDP2 language-model engine for ``device`` (once per process)."""
+    for backend in ("fsdp", "fsdp2"):
+        register_engine_once(HostFSDPEngine, "language_model", backend, device)

@@ -61,11 +61,10 @@ def register_cpu_parts() -> None:
         ROLLOUT_BACKEND, "pearl_verl.verl_plugin.cpu.hf_rollout", replica="HFRolloutReplica", adapter="HFServerAdapter"
     )
     if cpu_requested():
-        from pearl_verl.verl_plugin.compat import register_engine_once, use_gloo_process_group
-        from pearl_verl.verl_plugin.cpu.engine import HostFSDPEngine
+        from pearl_verl.verl_plugin.compat import use_gloo_process_group
+        from pearl_verl.verl_plugin.cpu.engine import register_host_engine
 
-        for backend in ("fsdp", "fsdp2"):
-            register_engine_once(HostFSDPEngine, "language_model", backend, CPU_PLATFORM)
+        register_host_engine(CPU_PLATFORM)
         use_gloo_process_group()
         if importlib.util.find_spec("vllm") is not None:
             register_rollout_backend(VLLM_BACKEND, "pearl_verl.verl_plugin.cpu.vllm_sync", replica="CPUvLLMReplica",

@@ -173,11 +173,9 @@ def install_host_cpu_platform() -> None:
 
     Idempotent. Call before building any verl worker or engine.
     """
-    from pearl_verl.verl_plugin.compat import register_engine_once
-    from pearl_verl.verl_plugin.cpu.engine import HostFSDPEngine
+    from pearl_verl.verl_plugin.cpu.engine import register_host_engine
 
     PlatformRegistry.register(platform=PLATFORM_NAME)(PlatformHostCPU)
     set_platform(PlatformHostCPU())
-    for backend in ("fsdp", "fsdp2"):
-        register_engine_once(HostFSDPEngine, "language_model", backend, "cpu")
+    register_host_engine("cpu")
     logger.info("verl runs on the host CPU in this process (platform %r, gloo)", PLATFORM_NAME)
