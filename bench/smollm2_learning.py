@@ -4,6 +4,7 @@
     python bench/smollm2_learning.py --seeds 0 --control base # the base model with the tutoring prompt, untrained
     python bench/smollm2_learning.py --seeds 0 --control sign # PEARL's advantages with their sign flipped
     python bench/smollm2_learning.py --seeds 0 -- --steps 30  # train-local flags after --
+    python bench/smollm2_learning.py --seeds 0 --setting turns10 -- --max-tutor-turns 10  # a setting other than the defaults
 
 Each run is ``pearl-verl train-local --model smollm2 --seed N`` in ``--runs/<control>-seed-N`` (resumed when its
 folder holds a checkpoint), alone on the machine as far as this script knows; the script samples the memory of the
@@ -14,7 +15,8 @@ of the first evaluation's eval-seed means, and the teaching moves of :mod:`pearl
 stock lines being the cold start's teacher turns). Controls: ``base`` evaluates SmolLM2 with the tutoring prompt and
 no training (no cold start, one RL step; its first evaluation is the one reported); ``sign`` trains with PEARL's
 advantages negated (``bench/pearl_sabotage.py``), which must not gain. Each run's row replaces the row of the same
-seed and control in ``bench/results/smollm2_learning.json``, written after every run.
+seed and control in ``bench/results/smollm2_learning.json``, written after every run; ``--setting NAME`` labels rows
+(and folders, ``--runs/NAME-<control>-seed-N``) of flags other than the defaults, so a probe keeps the defaults' rows.
 """
 
 from __future__ import annotations
@@ -112,11 +114,20 @@ def read_run(folder: Path, control: str) -> dict[str, Any]:
     return out
 
 
+DEFAULTS = "defaults"
+"""The ``setting`` of a row run with train-local's defaults for SmolLM2 (a row without the field is one)."""
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str, int]:
+    return row.get("setting", DEFAULTS), row["control"], row["seed"]
+
+
 def record(row: dict[str, Any]) -> None:
-    """Replace the row of the same seed and control in :data:`RESULTS` (written whole, then moved into place)."""
+    """Replace the row of the same setting, seed and control in :data:`RESULTS` (written whole, then moved into
+    place)."""
     rows = json.loads(RESULTS.read_text(encoding="utf-8"))["runs"] if RESULTS.exists() else []
-    rows = [r for r in rows if (r["seed"], r["control"]) != (row["seed"], row["control"])] + [row]
-    rows.sort(key=lambda r: (r["control"], r["seed"]))
+    rows = [r for r in rows if _key(r) != _key(row)] + [row]
+    rows.sort(key=_key)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     tmp = RESULTS.with_suffix(".tmp")
     tmp.write_text(json.dumps({"runs": rows}, indent=1) + "\n", encoding="utf-8")
@@ -128,17 +139,19 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--control", choices=sorted(CONTROLS), default="none")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "smollm2", help="the runs' folders go here")
+    parser.add_argument("--setting", default=DEFAULTS, help="a name for the flags after -- (rows and folders)")
     parser.add_argument("extra", nargs="*", help="train-local flags, after --")
     args = parser.parse_args()
     failed = 0
     for seed in args.seeds:
-        folder = args.runs / f"{args.control}-seed-{seed}"
+        prefix = "" if args.setting == DEFAULTS else f"{args.setting}-"
+        folder = args.runs / f"{prefix}{args.control}-seed-{seed}"
         code, memory, minutes, command = run(seed, args.control, folder, args.extra)
         if code:
             print(f"seed {seed}: train-local exited {code}; see {folder / 'train.log'}", file=sys.stderr)
             failed += 1
             continue
-        row = {"seed": seed, "control": args.control, **read_run(folder, args.control),
+        row = {"setting": args.setting, "seed": seed, "control": args.control, **read_run(folder, args.control),
                "peak_gb": round(memory.peak_pss_gb, 2), "peak_rss_sum_gb": round(memory.peak_gb, 2),
                "minutes": round(minutes, 1), "machine": machine(),
                "date": datetime.date.today().isoformat(), "command": " ".join(command)}
