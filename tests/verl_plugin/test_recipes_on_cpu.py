@@ -312,6 +312,7 @@ def test_a_cpu_runs_derived_settings_follow_their_source_and_neither_launcher_sp
         keys = {o.split("=", 1)[0].lstrip("+") for o in overrides}
         assert keys & {*DERIVED, "actor_rollout_ref.actor.checkpoint.save_contents"} == set(), run
     local_cfg, recipe_cfg = compose_verl_config(local), recipe_config(recipe, tmp_path, **env)
+    assert local_cfg.ray_kwargs.ray_init.include_dashboard is recipe_cfg.ray_kwargs.ray_init.include_dashboard is False
     keys = {*DERIVED, *DERIVED.values(), "actor_rollout_ref.actor.checkpoint.save_contents"}
     local_values, recipe_values = ({key: OmegaConf.select(cfg, key) for key in keys} for cfg in (local_cfg, recipe_cfg))
     for values in (local_values, recipe_values):
@@ -444,6 +445,7 @@ def test_cpu_recipe_composes_and_validates_with_the_cpu_parts(tmp_path):
     assert cfg.actor_rollout_ref.rollout.name == "hf" and cfg.trainer.device == "cpu"
     prepare(cfg)  # (in this process verl's platform is not the CPU one, so prepare sets the device to its own)
     assert cfg.ray_kwargs.ray_init.num_gpus == cfg.trainer.n_gpus_per_node == 1  # logical GPUs for Ray's placement
+    assert cfg.ray_kwargs.ray_init.include_dashboard is False  # two processes that ate CPU time the run needs
     assert cfg.reward.reward_kwargs.backend == "fitted" and cfg.pearl.student.backend == "offline"
     served = recipe_overrides(RECIPES / "run_cpu_pearl_gspo.sh", tmp_path, JUDGE_BASE_URL="http://j:8000/v1",
                               JUDGE_MODEL="judge", TUTOR="smollm2")
