@@ -4,7 +4,7 @@
     python bench/smollm2_learning.py --seeds 0 --control base # the base model with the tutoring prompt, untrained
     python bench/smollm2_learning.py --seeds 0 --control sign # PEARL's advantages with their sign flipped
     python bench/smollm2_learning.py --seeds 0 -- --steps 30  # train-local flags after --
-    python bench/smollm2_learning.py --seeds 0 --setting turns10 -- --max-tutor-turns 10  # a setting other than the defaults
+    python bench/smollm2_learning.py --seeds 0 --setting turns10 -- --max-tutor-turns 10  # other flags, own rows
 
 Each run is ``pearl-verl train-local --model smollm2 --seed N`` in ``--runs/<control>-seed-N`` (resumed when its
 folder holds a checkpoint), alone on the machine as far as this script knows; the script samples the memory of the
