@@ -143,8 +143,8 @@ def main() -> int:
     parser.add_argument("extra", nargs="*", help="train-local flags, after --")
     args = parser.parse_args()
     failed = 0
+    prefix = "" if args.setting == DEFAULTS else f"{args.setting}-"
     for seed in args.seeds:
-        prefix = "" if args.setting == DEFAULTS else f"{args.setting}-"
         folder = args.runs / f"{prefix}{args.control}-seed-{seed}"
         code, memory, minutes, command = run(seed, args.control, folder, args.extra)
         if code:
